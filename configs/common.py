@@ -1,0 +1,146 @@
+"""Shared defaults of every experiment family, and the `file.py:a=1,b=x` argument parser.
+
+Each family file (pe.py, tokenizer.py, ...) starts from `base(size=...)` and changes only what
+its ablation varies, so a diff between two configs is exactly the experiment's variable. The
+per-size training settings follow the paper (Appendix A.4.1: AdamW, lr 5e-5, weight decay 0.01,
+cosine decay, batch 256 / 64 / 32 for 0.1B / 0.9B / 3B, one epoch of 1e7 samples per length);
+`tiny` is tuned instead to learn integer addition on a 2-core laptop CPU within minutes.
+"""
+from __future__ import annotations
+
+import ml_collections
+
+# Logical parameter axes (set by nupa_jax.models) -> mesh axes. Batch rows are split over
+# data x fsdp; parameters are sharded over fsdp on their `embed` dimension and over tensor on
+# heads / mlp / vocab (Megatron-style). A dimension that a mesh axis does not divide stays
+# replicated on that axis (nupa_jax.sharding), so one rule set serves every preset.
+MESH_RULES = (
+    ("batch", ("data", "fsdp")),
+    ("embed", "fsdp"),
+    ("vocab", "tensor"),
+    ("heads", "tensor"),
+    ("kv_heads", "tensor"),
+    ("mlp", "tensor"),
+    ("head_dim", None),
+    ("layers", None),
+)
+
+# Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
+# samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU:
+# a higher learning rate with warmup, small batches, a few thousand steps.
+_TRAIN = {
+    "tiny": dict(steps=2400, batch_size=64, learning_rate=3e-3, warmup_steps=100,
+                 eval_every=0, per_length=100, ckpt_every=400, log_every=50, seq_len=0),
+    "1.3m": dict(steps=100_000, batch_size=256, learning_rate=1e-3, warmup_steps=1000,
+                 eval_every=10_000, per_length=1000, ckpt_every=5000, log_every=100, seq_len=0),
+    "100m": dict(steps=312_500, batch_size=256, learning_rate=5e-5, warmup_steps=0,
+                 eval_every=25_000, per_length=1000, ckpt_every=5000, log_every=100, seq_len=0),
+    "0.9b": dict(steps=1_250_000, batch_size=64, learning_rate=5e-5, warmup_steps=0,
+                 eval_every=100_000, per_length=1000, ckpt_every=10_000, log_every=100,
+                 seq_len=0),
+    "3b": dict(steps=2_500_000, batch_size=32, learning_rate=5e-5, warmup_steps=0,
+               eval_every=200_000, per_length=1000, ckpt_every=10_000, log_every=100,
+               seq_len=0),
+}
+SIZES = tuple(_TRAIN)
+
+
+def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
+  """Parses `"a=1,b=x"` into a ConfigDict over `defaults`, typed like the defaults.
+
+  Every key must be one of `defaults` (a typo must not silently run the default experiment);
+  values take the default's type (`int`, `float`, `bool` from true/false, else `str`).
+  """
+  out = ml_collections.ConfigDict(dict(defaults))
+  for item in filter(None, (arg or "").split(",")):
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep:
+      raise ValueError(f"config argument {item!r} is not of the form key=value")
+    if key not in defaults:
+      raise ValueError(
+          f"unknown config argument {key!r}; known: {', '.join(sorted(defaults))}")
+    out[key] = _typed(value.strip(), defaults[key], key)
+  return out
+
+
+def _typed(value: str, default, key: str):
+  """Converts a command-line string to the type of `default`."""
+  if isinstance(default, bool):
+    if value.lower() not in ("true", "false", "1", "0"):
+      raise ValueError(f"config argument {key}={value!r}: expected true or false")
+    return value.lower() in ("true", "1")
+  if isinstance(default, (int, float)):
+    try:
+      return type(default)(value)
+    except ValueError:
+      raise ValueError(
+          f"config argument {key}={value!r}: expected {type(default).__name__}") from None
+  return value
+
+
+def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
+  """Every field the trainer reads, with the paper's defaults for model `size`."""
+  if size not in _TRAIN:
+    raise ValueError(f"unknown size {size!r}; known: {', '.join(SIZES)}")
+  t = _TRAIN[size]
+  c = ml_collections.ConfigDict()
+  c.seed = seed
+  # `config.init_from`: another run's workdir (its latest checkpoint) or a checkpoint step
+  # directory; its model parameters start this run (the optimizer and data start fresh).
+  c.init_from = ""
+
+  c.model = ml_collections.ConfigDict()
+  c.model.preset = size
+  c.model.posenc = {"name": "rope"}
+
+  c.text = ml_collections.ConfigDict()
+  c.text.tokenizer = {"name": "digits", "k": 1, "align": "right"}
+  c.text.format = {"reverse": "none", "pad": False, "index_hints": False}
+
+  c.data = ml_collections.ConfigDict()
+  c.data.tasks = {"add_int": 1.0}
+  c.data.train_digits = (1, 8)
+  c.data.seed = seed
+  c.data.seq_len = t["seq_len"]  # 0: sized by the data pipeline for the longest sample
+  c.data.num_workers = 0
+
+  c.train = ml_collections.ConfigDict()
+  c.train.steps = t["steps"]
+  c.train.batch_size = t["batch_size"]  # samples per step (the paper's batch size)
+  c.train.log_every = t["log_every"]
+  c.train.optimizer = "adamw"
+  c.train.learning_rate = t["learning_rate"]
+  c.train.schedule = "cosine"
+  c.train.warmup_steps = t["warmup_steps"]
+  c.train.end_lr_ratio = 0.0  # cosine decays to learning_rate * end_lr_ratio
+  c.train.b1 = 0.9
+  c.train.b2 = 0.999
+  c.train.eps = 1e-8
+  c.train.weight_decay = 0.01
+  c.train.grad_clip = 1.0  # global-norm clipping; 0 disables
+
+  c.eval = ml_collections.ConfigDict()
+  c.eval.every = t["eval_every"]  # 0: only at the end
+  c.eval.per_length = t["per_length"]  # frozen test questions per task and digit length
+  c.eval.digits = (1, 20)  # evaluated lengths (intersected with each task's test lengths)
+  c.eval.tasks = ()  # () = the training tasks
+  c.eval.test_dir = ""  # "" = regenerate the frozen test set in memory from eval.test_seed
+  c.eval.test_seed = 0  # the benchmark's seed (`benchmark build --seed`)
+  c.eval.batch_size = 256  # prompts per generation batch
+  c.eval.greedy = True  # False: the paper's sampling below
+  c.eval.temperature = 0.6
+  c.eval.top_p = 0.9
+  c.eval.sample_seed = 0
+  c.eval.validation_batches = 8  # batches of the validation stream for validation loss
+
+  c.checkpoint = ml_collections.ConfigDict()
+  c.checkpoint.every = t["ckpt_every"]
+  c.checkpoint.keep = 2  # latest checkpoints kept (besides the best by validation loss)
+  c.checkpoint.keep_best = True
+  c.checkpoint.async_save = True
+
+  c.mesh = ml_collections.ConfigDict()
+  c.mesh.shape = {"data": -1, "fsdp": 1, "tensor": 1}  # -1 = the rest of the devices
+  c.mesh.rules = MESH_RULES
+  return c

@@ -1,0 +1,18 @@
+"""Positional encodings (paper §3.2, A.4.3): RoPE vs NoPE vs ALiBi (and the schemes beyond the
+paper), trained on 1-8 digits and tested on 1-20, one task at a time.
+
+`--config=configs/pe.py` alone is the paper's 100M RoPE integer-addition run;
+`--config=configs/pe.py:pe=alibi,task=add_float,size=tiny` a CPU-sized variant.
+Paper tasks: add_int, add_float, multiply_easy_frac, add_sci.
+"""
+from configs import common
+
+
+def get_config(arg: str | None = None):
+  arg = common.parse_arg(arg, pe="rope", task="add_int", size="100m", seed=0)
+  config = common.base(size=arg.size, seed=arg.seed)
+  config.model.posenc = {"name": arg.pe}
+  config.data.tasks = {arg.task: 1.0}
+  config.data.train_digits = (1, 8)
+  config.eval.digits = (1, 20)
+  return config

@@ -1,0 +1,162 @@
+"""The NUPA metrics (paper §2.3 and Appendix A.1.7), shared by `benchmark score` and training-time
+evaluation so that both report the same numbers.
+
+Per question:
+- exact match: the prediction string equals the answer string, compared as written (`007` is
+  not `7`, `1.50` is not `1.5`).
+- digit match: both numbers are split into parts (`numbers.PARTS`), each part is aligned as
+  `numbers.PART_ALIGN` says (integer-like parts from the least significant digit, decimal parts
+  from the most significant one), and the score is matching digits / ground-truth digits.
+  Missing digits count as errors. Extra predicted digits are *not* added to the denominator:
+  the paper measures "the correctness of each digit [of the ground truth], with missing digits
+  considered as errors", and the official code divides by the ground truth's digit count; extra
+  digits are what dlength measures.
+- dlength: the sum over parts of |len(predicted part) - len(true part)| (the paper's wording;
+  the official LLM-scoring script subtracts the total lengths instead, which hides a digit moved
+  from one part to another).
+A prediction that is not of the answer's representation scores as an empty number: exact
+match 0, digit match 0, dlength = the ground truth's digit count (Appendix A.2).
+
+Per task, `summarize` pools the questions of each length (per-digit means) and of each
+S/M/L/XL bucket (bucket means, pooled over questions as the official code does), and finds the
+well-learned and performance-preserving digits.
+"""
+import collections
+import dataclasses
+import re
+from typing import Iterable, Mapping
+
+from nupa_jax import numbers
+
+METRICS = ("exact_match", "digit_match", "dlength")
+BUCKET_NAMES = ("S", "M", "L", "XL")
+
+# Upper edge (inclusive) of each bucket, by the task's tier (its longest length): paper §2.3.
+BUCKET_EDGES = {20: (4, 8, 14, 20), 100: (10, 20, 60, 100)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+  """Levels that a per-length mean must reach for a length to count as learned (Appendix A.1.7)."""
+  well_learned: float
+  performance_preserving: float
+  higher_is_better: bool
+
+  def passes(self, value: float, level: str) -> bool:
+    limit = getattr(self, level)
+    return value >= limit if self.higher_is_better else value <= limit
+
+
+THRESHOLDS = {
+    "exact_match": Thresholds(well_learned=0.9, performance_preserving=0.1, higher_is_better=True),
+    "digit_match": Thresholds(well_learned=0.9, performance_preserving=0.5, higher_is_better=True),
+    "dlength": Thresholds(well_learned=0.1, performance_preserving=1.0, higher_is_better=False),
+}
+LEVELS = ("well_learned", "performance_preserving")
+
+# The answer formats that the paper's prompts ask LLMs to follow (Appendix A.2).
+_ANSWER_PATTERNS = {
+    "int": re.compile(r"\d+"),
+    "float": re.compile(r"\d+\.\d+"),
+    "frac": re.compile(r"\d+/\d+"),
+    "sci": re.compile(r"\d+\.\d+e\d+"),
+}
+
+
+def extract_answer(text: str, repr_name: str) -> str:
+  """The answer in raw model text: the first match of the answer format after the last `=`.
+
+  Without an `=` the whole text is searched; without a match the answer is empty (which
+  `score` counts as wrong everywhere). Only the matched characters are kept, as written.
+  """
+  numbers.check_repr(repr_name)
+  match = _ANSWER_PATTERNS[repr_name].search(text, text.rfind("=") + 1)
+  return match.group() if match else ""
+
+
+def score(prediction: str, truth: str, repr_name: str) -> dict[str, float]:
+  """Exact match (0/1), digit match (in [0, 1]) and dlength (an int) of one prediction.
+
+  `repr_name` is the answer's representation (`task.answer_repr`); `truth` must be of it.
+  """
+  truth_parts = numbers.split_parts(truth, repr_name)
+  if truth_parts is None:
+    raise ValueError(f"ground truth {truth!r} is not a {repr_name!r} number; pass the task's "
+                     "answer_repr")
+  predicted_parts = numbers.split_parts(prediction, repr_name) or ("",) * len(truth_parts)
+  matching = dlength = 0
+  for name, true_part, predicted_part in zip(numbers.PARTS[repr_name], truth_parts,
+                                             predicted_parts):
+    if numbers.PART_ALIGN[name] == "right":
+      true_part, predicted_part = true_part[::-1], predicted_part[::-1]
+    matching += sum(t == p for t, p in zip(true_part, predicted_part))
+    dlength += abs(len(true_part) - len(predicted_part))
+  return {
+      "exact_match": float(prediction == truth),
+      "digit_match": matching / sum(map(len, truth_parts)),
+      "dlength": dlength,
+  }
+
+
+def bucket(digits: int, max_digits: int) -> str:
+  """The S/M/L/XL range of a question length in a task of tier `max_digits` (20 or 100)."""
+  if max_digits not in BUCKET_EDGES:
+    raise ValueError(f"unknown task tier max_digits={max_digits}; known: "
+                     f"{', '.join(map(str, BUCKET_EDGES))}")
+  for name, upper in zip(BUCKET_NAMES, BUCKET_EDGES[max_digits]):
+    if 1 <= digits <= upper:
+      return name
+  raise ValueError(f"length {digits} is outside 1..{max_digits}")
+
+
+def learned_digits(curve: Mapping[int, float], metric: str, level: str) -> int:
+  """The longest length up to which every tested length reaches `level` on `metric`.
+
+  `curve` maps tested lengths to per-length means. "Maintain over 90%" (Appendix A.1.7) is read
+  as: all tested lengths up to d pass, so one lucky long length does not count (the official
+  script takes the longest passing length anywhere; the two agree on monotone curves).
+  Thresholds are inclusive, as in the official script. 0 when the shortest tested length fails.
+  """
+  if level not in LEVELS:
+    raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
+  thresholds = THRESHOLDS[metric]
+  reached = 0
+  for digits in sorted(curve):
+    if not thresholds.passes(curve[digits], level):
+      break
+    reached = digits
+  return reached
+
+
+def _means(sums: list[float], count: int) -> dict[str, float | int | None]:
+  means = {m: (s / count if count else None) for m, s in zip(METRICS, sums)}
+  return {**means, "n": count}
+
+
+def summarize(records: Iterable[tuple[int, Mapping[str, float]]], max_digits: int) -> dict:
+  """Per-length and per-bucket means, well-learned and performance-preserving digits of a task.
+
+  `records` are (question length, `score(...)` result) pairs of one task. Returns
+  `{"per_digit": {d: {metric: mean, "n": count}}, "S" | "M" | "L" | "XL": {metric: mean, "n"},
+  "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d}}`; a bucket
+  without questions has n = 0 and None means.
+  """
+  sums = collections.defaultdict(lambda: [0.0] * len(METRICS))
+  counts = collections.Counter()
+  for digits, scores in records:
+    row = sums[digits]
+    for i, metric in enumerate(METRICS):
+      row[i] += scores[metric]
+    counts[digits] += 1
+  per_digit = {d: _means(sums[d], counts[d]) for d in sorted(sums)}
+  summary = {"per_digit": per_digit}
+  for name in BUCKET_NAMES:
+    lengths = [d for d in per_digit if bucket(d, max_digits) == name]
+    pooled = [sum(sums[d][i] for d in lengths) for i in range(len(METRICS))]
+    summary[name] = _means(pooled, sum(counts[d] for d in lengths))
+  for level in LEVELS:
+    summary[f"{level}_digits"] = {
+        metric: learned_digits({d: v[metric] for d, v in per_digit.items()}, metric, level)
+        for metric in METRICS
+    }
+  return summary
