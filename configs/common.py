@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ml_collections
 
+from nupa_jax import data
+
 # Logical parameter axes (set by nupa_jax.models) -> mesh axes. Batch rows are split over
 # data x fsdp; parameters are sharded over fsdp on their `embed` dimension and over tensor on
 # heads / mlp / vocab (Megatron-style). A dimension that a mesh axis does not divide stays
@@ -30,17 +32,15 @@ MESH_RULES = (
 # a higher learning rate with warmup, small batches, a few thousand steps.
 _TRAIN = {
     "tiny": dict(steps=2400, batch_size=64, learning_rate=3e-3, warmup_steps=100,
-                 eval_every=0, per_length=100, ckpt_every=400, log_every=50, seq_len=0),
+                 eval_every=0, per_length=100, ckpt_every=400, log_every=50),
     "1.3m": dict(steps=100_000, batch_size=256, learning_rate=1e-3, warmup_steps=1000,
-                 eval_every=10_000, per_length=1000, ckpt_every=5000, log_every=100, seq_len=0),
+                 eval_every=10_000, per_length=1000, ckpt_every=5000, log_every=100),
     "100m": dict(steps=312_500, batch_size=256, learning_rate=5e-5, warmup_steps=0,
-                 eval_every=25_000, per_length=1000, ckpt_every=5000, log_every=100, seq_len=0),
+                 eval_every=25_000, per_length=1000, ckpt_every=5000, log_every=100),
     "0.9b": dict(steps=1_250_000, batch_size=64, learning_rate=5e-5, warmup_steps=0,
-                 eval_every=100_000, per_length=1000, ckpt_every=10_000, log_every=100,
-                 seq_len=0),
+                 eval_every=100_000, per_length=1000, ckpt_every=10_000, log_every=100),
     "3b": dict(steps=2_500_000, batch_size=32, learning_rate=5e-5, warmup_steps=0,
-               eval_every=200_000, per_length=1000, ckpt_every=10_000, log_every=100,
-               seq_len=0),
+               eval_every=200_000, per_length=1000, ckpt_every=10_000, log_every=100),
 }
 SIZES = tuple(_TRAIN)
 
@@ -98,16 +98,15 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.text.tokenizer = {"name": "digits", "k": 1, "align": "right"}
   c.text.format = {"reverse": "none", "pad": False, "index_hints": False}
 
-  c.data = ml_collections.ConfigDict()
+  c.data = data.defaults()  # fields documented in nupa_jax/data/__init__.py
   c.data.tasks = {"add_int": 1.0}
   c.data.train_digits = (1, 8)
   c.data.seed = seed
-  c.data.seq_len = t["seq_len"]  # 0: sized by the data pipeline for the longest sample
-  c.data.num_workers = 0
 
   c.train = ml_collections.ConfigDict()
   c.train.steps = t["steps"]
-  c.train.batch_size = t["batch_size"]  # samples per step (the paper's batch size)
+  c.train.batch_size = t["batch_size"]  # samples per step (the paper's); config.data.batch_size
+                                       # (0 = this) is what the pipeline reads
   c.train.log_every = t["log_every"]
   c.train.optimizer = "adamw"
   c.train.learning_rate = t["learning_rate"]

@@ -133,30 +133,45 @@ def _means(sums: list[float], count: int) -> dict[str, float | int | None]:
   return {**means, "n": count}
 
 
+class Tally:
+  """Running per-length sums of question scores: a task's summary without keeping questions."""
+
+  def __init__(self):
+    self._sums = collections.defaultdict(lambda: [0.0] * len(METRICS))
+    self._counts = collections.Counter()
+
+  def add(self, digits: int, scores: Mapping[str, float]) -> None:
+    row = self._sums[digits]
+    for i, metric in enumerate(METRICS):
+      row[i] += scores[metric]
+    self._counts[digits] += 1
+
+  def summary(self, max_digits: int) -> dict:
+    """See `summarize`."""
+    sums, counts = self._sums, self._counts
+    per_digit = {d: _means(sums[d], counts[d]) for d in sorted(sums)}
+    out = {"per_digit": per_digit}
+    for name in BUCKET_NAMES:
+      lengths = [d for d in per_digit if bucket(d, max_digits) == name]
+      pooled = [sum(sums[d][i] for d in lengths) for i in range(len(METRICS))]
+      out[name] = _means(pooled, sum(counts[d] for d in lengths))
+    for level in LEVELS:
+      out[f"{level}_digits"] = {
+          metric: learned_digits({d: v[metric] for d, v in per_digit.items()}, metric, level)
+          for metric in METRICS
+      }
+    return out
+
+
 def summarize(records: Iterable[tuple[int, Mapping[str, float]]], max_digits: int) -> dict:
   """Per-length and per-bucket means, well-learned and performance-preserving digits of a task.
 
   `records` are (question length, `score(...)` result) pairs of one task. Returns
   `{"per_digit": {d: {metric: mean, "n": count}}, "S" | "M" | "L" | "XL": {metric: mean, "n"},
   "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d}}`; a bucket
-  without questions has n = 0 and None means.
+  without questions has n = 0 and None means. Use a `Tally` to summarise a stream.
   """
-  sums = collections.defaultdict(lambda: [0.0] * len(METRICS))
-  counts = collections.Counter()
+  tally = Tally()
   for digits, scores in records:
-    row = sums[digits]
-    for i, metric in enumerate(METRICS):
-      row[i] += scores[metric]
-    counts[digits] += 1
-  per_digit = {d: _means(sums[d], counts[d]) for d in sorted(sums)}
-  summary = {"per_digit": per_digit}
-  for name in BUCKET_NAMES:
-    lengths = [d for d in per_digit if bucket(d, max_digits) == name]
-    pooled = [sum(sums[d][i] for d in lengths) for i in range(len(METRICS))]
-    summary[name] = _means(pooled, sum(counts[d] for d in lengths))
-  for level in LEVELS:
-    summary[f"{level}_digits"] = {
-        metric: learned_digits({d: v[metric] for d, v in per_digit.items()}, metric, level)
-        for metric in METRICS
-    }
-  return summary
+    tally.add(digits, scores)
+  return tally.summary(max_digits)

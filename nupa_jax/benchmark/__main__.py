@@ -1,0 +1,80 @@
+"""`python -m nupa_jax.benchmark build|score`: freeze the NUPA test set; score predictions.
+
+  build --out DIR [--per-length 1000] [--seed 0] [--tasks a,b,...] [--format jsonl|tfds|both]
+      DIR/test.jsonl: one question a line, {"id", "task", "digits", "bucket", "a", "b",
+      "prompt", "answer"}; DIR/nupa_test/: the same questions as a TFDS array_record dataset.
+  score --test DIR --predictions FILE.jsonl [--out REPORT.json]
+      FILE.jsonl: {"id", "prediction"} lines (raw model text is fine: the answer is extracted
+      as in the paper). Prints a tasks x buckets table and writes REPORT.json.
+"""
+import argparse
+import json
+import sys
+import time
+
+from nupa_jax.benchmark import build
+from nupa_jax.benchmark import files
+from nupa_jax.benchmark import scoring
+
+_FORMATS = {"jsonl": ("jsonl",), "tfds": ("tfds",), "both": build.FORMATS}
+
+
+def _build(args: argparse.Namespace) -> None:
+  names = [name.strip() for name in args.tasks.split(",") if name.strip()] if args.tasks else None
+  start = time.perf_counter()
+  counts = build.build(args.out, seed=args.seed, per_length=args.per_length, task_names=names,
+                       formats=_FORMATS[args.format], workers=args.workers)
+  print(f"wrote {sum(counts.values()):,} questions of {len(counts)} tasks ({args.format}) to "
+        f"{args.out} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
+def _score(args: argparse.Namespace) -> None:
+  predictions = scoring.read_predictions(args.predictions)
+  report = scoring.score_predictions(files.read_test_set(args.test), predictions)
+  meta = report["_meta"]
+  meta.update(test=args.test, predictions=args.predictions)
+  print(scoring.format_table(report))
+  if meta["missing"]:
+    print(f"warning: {meta['missing']} test questions have no prediction and score as empty, "
+          f"e.g. {', '.join(meta['missing_ids'])}", file=sys.stderr)
+  if meta["unknown"]:
+    print(f"warning: {meta['unknown']} predictions have ids that are not in the test set and "
+          f"were ignored, e.g. {', '.join(meta['unknown_ids'])}", file=sys.stderr)
+  if args.out:
+    with open(args.out, "w") as f:
+      json.dump(report, f, indent=1)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(prog="python -m nupa_jax.benchmark", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  commands = parser.add_subparsers(dest="command", required=True)
+  b = commands.add_parser("build", help="write the frozen test set")
+  b.add_argument("--out", required=True, help="output directory")
+  b.add_argument("--per-length", type=int, default=1000, help="questions per task and length")
+  b.add_argument("--seed", type=int, default=0)
+  b.add_argument("--tasks", help="comma-separated task names or aliases (default: every task)")
+  b.add_argument("--format", choices=sorted(_FORMATS), default="both")
+  b.add_argument("--workers", type=int, help="processes (default: one per CPU core)")
+  b.set_defaults(run=_build)
+  s = commands.add_parser("score", help="score a predictions file")
+  s.add_argument("--test", required=True, help="directory written by `build`")
+  s.add_argument("--predictions", required=True, help='JSONL of {"id", "prediction"}')
+  s.add_argument("--out", help="REPORT.json to write")
+  s.set_defaults(run=_score)
+  return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+  args = parse_args(argv)
+  try:
+    args.run(args)
+  except (scoring.PredictionFileError, FileNotFoundError, ValueError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,99 @@
+"""Score a predictions file against a built test set: the report behind `benchmark score`.
+
+Predictions are JSONL lines `{"id": ..., "prediction": ...}` with raw model text; the answer is
+extracted as in the paper (`metrics.extract_answer`) and scored with `metrics.score`. Tasks with
+no prediction at all are left out of the report; within a reported task a question without a
+prediction scores as an empty answer (so a partial file cannot look better than it is).
+"""
+import collections
+import json
+import os
+from typing import Iterable, Mapping
+
+from nupa_jax import metrics
+from nupa_jax import tasks
+from nupa_jax.benchmark import testset
+
+_EXAMPLE_IDS = 10  # ids listed in the report for missing / unknown predictions
+
+
+class PredictionFileError(ValueError):
+  """A malformed predictions file; the message names the file and line."""
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, str]:
+  """{id: prediction} from a JSONL file; blank lines are skipped."""
+  out = {}
+  with open(path, "rb") as f:
+    for lineno, raw in enumerate(f, 1):
+      where = f"{os.fspath(path)}:{lineno}"
+      try:
+        line = raw.decode("utf-8")
+        row = json.loads(line) if line.strip() else None
+      except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PredictionFileError(f"{where}: not a JSON line ({e}); expected "
+                                  '{"id": "...", "prediction": "..."}') from e
+      if row is None:
+        continue
+      if not (isinstance(row, dict) and isinstance(row.get("id"), str)
+              and isinstance(row.get("prediction"), str)):
+        raise PredictionFileError(f"{where}: expected an object with string fields \"id\" and "
+                                  f"\"prediction\", got {line.strip()[:200]}")
+      if row["id"] in out:
+        raise PredictionFileError(f"{where}: second prediction for id {row['id']!r}")
+      out[row["id"]] = row["prediction"]
+  return out
+
+
+def score_predictions(questions: Iterable[testset.Question],
+                      predictions: Mapping[str, str]) -> dict:
+  """The REPORT.json structure: `{task: metrics.summarize(...), "_meta": {...}}`."""
+  tallies = collections.defaultdict(metrics.Tally)
+  predicted = collections.Counter()
+  missing = collections.defaultdict(list)
+  seen = set()
+  for question in questions:
+    spec = tasks.get(question.task)
+    seen.add(question.id)
+    text = predictions.get(question.id)
+    if text is None:
+      missing[question.task].append(question.id)
+      answer = ""
+    else:
+      predicted[question.task] += 1
+      answer = metrics.extract_answer(text, spec.answer_repr)
+    tallies[question.task].add(question.digits,
+                               metrics.score(answer, question.answer, spec.answer_repr))
+  reported = [name for name in tallies if predicted[name]]
+  report = {name: tallies[name].summary(tasks.get(name).max_digits) for name in reported}
+  missing = [qid for name in reported for qid in missing[name]]
+  unknown = sorted(set(predictions) - seen)
+  report["_meta"] = {
+      "test_questions": len(seen),
+      "scored": sum(predicted.values()),
+      "missing": len(missing), "missing_ids": missing[:_EXAMPLE_IDS],
+      "unknown": len(unknown), "unknown_ids": unknown[:_EXAMPLE_IDS],
+      "tasks_without_predictions": [name for name in tallies if not predicted[name]],
+  }
+  return report
+
+
+def _cell(stats: Mapping) -> str:
+  if not stats["n"]:
+    return "-"
+  return f"{stats['exact_match']:.2f}/{stats['digit_match']:.2f}/{stats['dlength']:.2f}"
+
+
+def format_table(report: Mapping) -> str:
+  """Tasks x buckets of exact match / digit match / dlength, then wld and ppd per metric."""
+  names = [name for name in report if name != "_meta"]
+  header = ["task", *metrics.BUCKET_NAMES, "wld", "ppd"]
+  rows = [header, ["", *["EM/DM/dlen"] * len(metrics.BUCKET_NAMES), "EM/DM/dlen", "EM/DM/dlen"]]
+  for name in names:
+    task = report[name]
+    learned = ["/".join(str(task[f"{level}_digits"][m]) for m in metrics.METRICS)
+               for level in metrics.LEVELS]
+    rows.append([name, *(_cell(task[b]) for b in metrics.BUCKET_NAMES), *learned])
+  widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+  return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+                   for row in rows)

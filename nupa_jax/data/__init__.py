@@ -1,0 +1,63 @@
+"""NUPA training data generated on the fly: deterministic, resumable, packed, multi-host.
+
+    pipeline = data.Pipeline(config)                  # resolves mixture, test-set hashes, seq_len
+    train = pipeline.train_iterator(mesh_or_sharding, start_step=restored_state)
+    batch = next(train)          # {inputs, targets, loss_mask, segment_ids, positions,
+                                 #  digit_index, significance}: global jax.Array [rows, seq_len],
+                                 #  plus num_samples (int, = batch size)
+    checkpoint(train.state())    # one int: the next global batch index
+    for batch in pipeline.val_iterator(num_batches, mesh_or_sharding): ...
+    train.stats()                # samples, test_redraws, overflow_redraws, padding_fraction, ...
+
+`make_train_iterator(config, sharding, start_step)` is the one-line form. Without a sharding
+the iterators give this process's rows as numpy arrays (`process_index` / `process_count`
+arguments simulate other processes). `pipeline.seq_len`, `.rows`, `.batch_size` are the
+shapes the model sees; `pipeline.samples("validation", start, count)` gives questions as text.
+
+Data is a pure function of (config, index): sample i is drawn by generators seeded with
+`[seed, stream, purpose, i]` (stream.py), batch s holds samples [s B, (s + 1) B), row r of it the
+k samples from s B + r k. Nothing depends on the number of processes or grain workers, so a
+run restored from `state()` with any process count sees exactly the batches it would have.
+
+Fields of `config.data` (`data.defaults()` lists them; missing fields take these defaults):
+  tasks           {task: weight}, aliases accepted; the key "all" gives its weight to every
+                  task (default {"add_int": 1.0}).
+  train_digits    (lo, hi): inclusive digit lengths trained on (default (1, 8)).
+  task_digits     {task: (lo, hi)} overriding train_digits per task (default {}).
+  length_weights  {length: weight} within each task's range; {} = uniform (the paper trains
+                  on equal counts per length). Lengths not named get weight 0.
+  seed            the data seed; the validation stream uses the same seed in a disjoint seed
+                  space (stream id 1), so it never shares a draw with training.
+  pool_size       None: an endless stream. n: the first n samples of the stream, reshuffled
+                  every epoch (the paper's 1e6-sample and finetuning-pool experiments).
+  batch_size      samples per global batch; 0 = config.train.batch_size.
+  packing         "packed": samples_per_row samples per row; "padded": one per row.
+  samples_per_row k (packed); the batch size must be a multiple, and the rows (batch / k)
+                  a multiple of the data-parallel devices (default 16).
+  seq_len         positions per row; 0 = sized from a probe of the first batches: padded
+                  rows take the longest probed sample, packed rows the mean row + 6 standard
+                  deviations (rows are stratified by length, so that is tight), rounded up
+                  to a multiple of 8.
+  num_workers     grain worker processes (mp_prefetch); 0 = generate in this process.
+  exclude_test    never emit a frozen test question (default True) ...
+  test_seed       ... of the test set built with this seed ...
+  test_per_length ... and this many questions per task and length (the benchmark's 1000).
+The encoder is `text.Encoder(**config.text)` (`config.text.tokenizer`, `config.text.format`),
+or the one passed to `Pipeline`.
+
+Guarantees and costs:
+- Exact counts: every batch has exactly batch_size samples; `num_samples` makes samples_seen
+  exact. Each batch (and each packed row, for k a power of two dividing B) holds every
+  (task, length) cell within one sample of its share.
+- No sample is split across rows. A sample of n tokens takes n - 1 positions (EOS is only a
+  target). A packed sample that does not fit what is left of its row (rare: seq_len covers 6
+  deviations) is replaced by a fresh draw of the mixture, counted in `overflow_redraws`.
+- Padding: `pipeline.expected_padding` (probed) and `stats()["padding_fraction"]` (measured).
+  For add_int 1-8 digits with one-digit tokens: ~8% packed (k=16) vs ~36% padded.
+- Test-set exclusion: a drawn question equal to a frozen test question of its task (same
+  operands) is redrawn from the same generator; `stats()["test_redraws"]` counts them.
+"""
+from nupa_jax.data.pipeline import BatchIterator, Pipeline, describe, make_train_iterator
+from nupa_jax.data.settings import defaults
+
+__all__ = ["BatchIterator", "Pipeline", "defaults", "describe", "make_train_iterator"]

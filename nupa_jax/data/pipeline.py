@@ -1,0 +1,233 @@
+"""The training and validation pipelines: config -> grain -> global jax.Array batches.
+
+`Pipeline(config)` resolves everything that is fixed for a run once (mixture, test-set hashes,
+encoder, row length); its iterators are a grain `MapDataset` over global batch indices mapped
+by a `Batcher` for this process's rows, optionally spread over `num_workers` grain processes,
+then turned into one global array per field with `jax.make_array_from_process_local_data`.
+The iterator's state is the index of the next global batch: the same integer in every process,
+enough to resume (with any number of processes) exactly where a run stopped.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import grain
+import jax
+import ml_collections
+import numpy as np
+from absl import flags
+from absl import logging
+
+from nupa_jax import sharding as sharding_lib
+from nupa_jax.data import batches
+from nupa_jax.data import exclusion
+from nupa_jax.data import settings as settings_lib
+from nupa_jax.data import source as source_lib
+from nupa_jax.data import stream as stream_lib
+from nupa_jax.text import Encoder
+
+SPLITS = {"train": stream_lib.TRAIN, "validation": stream_lib.VALIDATION}
+_PREFETCH = 4  # batches each producer (this process or a grain worker) keeps ready
+_ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a length)
+
+
+def encoder_from_config(config: ml_collections.ConfigDict) -> Encoder:
+  """`Encoder(**config.text)` (tokenizer and format dicts; defaults when absent)."""
+  text = config.get("text") or {}
+  return Encoder(tokenizer=settings_lib.plain(text.get("tokenizer")),
+                 format=settings_lib.plain(text.get("format")))
+
+
+class BatchIterator(Iterator[dict[str, Any]]):
+  """Batches of one split from a start index; `state()` is the next global batch index."""
+
+  def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
+               sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
+               num_samples: int):
+    self._iterator = iter(dataset)
+    self._next, self._stop = start, stop
+    self._sharding, self._global_shape = sharding, global_shape
+    self._num_samples = num_samples
+    self._stats: dict[str, int] = {}
+
+  def __next__(self) -> dict[str, Any]:
+    if self._next >= self._stop:
+      raise StopIteration
+    arrays, stats = next(self._iterator)
+    self._next += 1
+    batches.add_stats(self._stats, stats)
+    if self._sharding is not None:
+      arrays = {name: jax.make_array_from_process_local_data(
+          self._sharding, value, self._global_shape) for name, value in arrays.items()}
+    return {**arrays, "num_samples": self._num_samples}
+
+  def state(self) -> int:
+    """The index of the next global batch: save it, pass it back as `start_step`."""
+    return self._next
+
+  def stats(self) -> dict[str, float]:
+    """This process's counts over the batches given so far: samples, test-set redraws,
+    overflow redraws, tokens, positions, and `padding_fraction`."""
+    out: dict[str, float] = {name: self._stats.get(name, 0) for name in batches.STATS}
+    out["padding_fraction"] = 1 - out["tokens"] / out["positions"] if out["positions"] else 0.0
+    return out
+
+  def close(self) -> None:
+    """Stops grain's worker processes (also done when the iterator is collected)."""
+    close = getattr(self._iterator, "close", None)
+    if close is not None:
+      close()
+
+  def __enter__(self) -> BatchIterator:
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
+
+
+class Pipeline:
+  """A run's data: `train_iterator`, `val_iterator`, and the shapes the model sees."""
+
+  def __init__(self, config: ml_collections.ConfigDict, encoder: Encoder | None = None):
+    self.settings = s = settings_lib.Settings.from_config(config)
+    self.encoder = encoder or encoder_from_config(config)
+    self.mixture = s.mixture
+    cells, hashes = frozenset(), frozenset()
+    if s.exclude_test:
+      cells = exclusion.test_cells(s.mixture.task_lengths())
+      hashes, exhausted = exclusion.test_hashes(cells, s.test_seed, s.test_per_length)
+      if exhausted:
+        logging.warning("not training on %s: the frozen test set holds (nearly) all their "
+                        "questions", ", ".join(f"{t}@{n}" for t, n in sorted(exhausted)))
+        self.mixture = s.mixture.without(exhausted)
+    means, longest = source_lib.cell_positions(self.mixture, self.encoder)
+    k = s.samples_per_row
+    mean_row = k * float(means @ self.mixture.probs)
+    self.mixture = self.mixture.sorted_by(means)
+    self.source = source_lib.Source(self.mixture, self.encoder, hashes, cells)
+    self.seq_len = s.seq_len or batches.auto_seq_len(
+        batches.probe_rows(self.source, self.stream("train"), k), k, longest)
+    if longest > self.seq_len or mean_row > self.seq_len:
+      raise ValueError(f"rows of {k} samples take {mean_row:.0f} positions on average, samples "
+                       f"up to {longest}: raise config.data.seq_len={self.seq_len} (0 sizes it "
+                       f"automatically) or lower config.data.samples_per_row")
+    self.expected_padding = 1 - mean_row / self.seq_len
+
+  @property
+  def rows(self) -> int:
+    """Rows of a global batch."""
+    return self.settings.rows
+
+  @property
+  def batch_size(self) -> int:
+    """Samples of a global batch."""
+    return self.settings.batch_size
+
+  def stream(self, split: str) -> stream_lib.Stream:
+    if split not in SPLITS:
+      raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    s = self.settings
+    return stream_lib.Stream(self.mixture, s.batch_size, s.seed, SPLITS[split],
+                             s.pool_size if split == "train" else None)
+
+  def batcher(self, split: str, rows: range | None = None) -> batches.Batcher:
+    """The numpy batch maker of `split` for global `rows` (default all)."""
+    rows = range(self.rows) if rows is None else rows
+    return batches.Batcher(self.source, self.stream(split), self.settings.samples_per_row,
+                           self.seq_len, rows)
+
+  def local_rows(self, sharding: jax.sharding.Sharding | None = None,
+                 process_index: int | None = None, process_count: int | None = None) -> range:
+    """The global rows this process builds: those its devices hold under `sharding`, else
+    block `process_index` of `process_count` equal blocks."""
+    if sharding is not None:
+      try:
+        index_map = sharding.addressable_devices_indices_map((self.rows, self.seq_len))
+      except ValueError as e:
+        raise ValueError(f"{self.rows} rows per batch (batch size {self.batch_size} / "
+                         f"samples_per_row {self.settings.samples_per_row}) do not split over "
+                         f"the batch axes of {sharding}; change config.data.samples_per_row "
+                         f"or the batch size") from e
+      spans = {(idx[0].start or 0, self.rows if idx[0].stop is None else idx[0].stop)
+               for idx in index_map.values()}
+      lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+      if sum(b - a for a, b in spans) != hi - lo:
+        raise ValueError(f"this process's devices hold rows {sorted(spans)} of the batch, not "
+                         "one block; build the mesh with each process's devices adjacent on "
+                         "the batch axes (jax.make_mesh does)")
+      return range(lo, hi)
+    index = jax.process_index() if process_index is None else process_index
+    count = jax.process_count() if process_count is None else process_count
+    if self.rows % count:
+      raise ValueError(f"{self.rows} rows per batch do not split over {count} processes; "
+                       "change config.data.samples_per_row or the batch size")
+    per = self.rows // count
+    return range(index * per, (index + 1) * per)
+
+  def dataset(self, split: str, start: int, stop: int, rows: range,
+              num_workers: int | None = None) -> grain.IterDataset:
+    """Global batches [start, stop) of `split` restricted to `rows`, as (arrays, stats)."""
+    dataset = grain.MapDataset.range(start, stop).map(self.batcher(split, rows))
+    # Generating a batch is Python-bound: more threads than one only fight for the GIL.
+    dataset = dataset.to_iter_dataset(grain.ReadOptions(num_threads=1,
+                                                        prefetch_buffer_size=_PREFETCH))
+    workers = self.settings.num_workers if num_workers is None else num_workers
+    if workers:
+      if not flags.FLAGS.is_parsed():  # grain's workers read absl flags (STACK_NOTES.md)
+        flags.FLAGS.mark_as_parsed()
+      dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+    return dataset
+
+  def _iterator(self, split: str, start: int, stop: int, sharding, process_index,
+                process_count, num_workers) -> BatchIterator:
+    if isinstance(sharding, jax.sharding.Mesh):
+      sharding = sharding_lib.batch_sharding(sharding)
+    rows = self.local_rows(sharding, process_index, process_count)
+    dataset = self.dataset(split, start, stop, rows, num_workers)
+    samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
+    return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples)
+
+  def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
+                     start_step: int = 0, *, process_index: int | None = None,
+                     process_count: int | None = None,
+                     num_workers: int | None = None) -> BatchIterator:
+    """Endless training batches from global batch `start_step`.
+
+    With a sharding (or a mesh: its batch axes), batches are dicts of global jax.Arrays
+    [rows, seq_len] and `num_samples` = the batch size. Without, they are this process's
+    rows as numpy arrays (`process_index` of `process_count` blocks; default jax's) and
+    `num_samples` counts those rows' samples.
+    """
+    return self._iterator("train", start_step, _ENDLESS, sharding, process_index,
+                          process_count, num_workers)
+
+  def val_iterator(self, num_batches: int, sharding=None, *, process_index: int | None = None,
+                   process_count: int | None = None,
+                   num_workers: int | None = None) -> BatchIterator:
+    """The first `num_batches` batches of the validation stream (the same ones every call)."""
+    return self._iterator("validation", 0, num_batches, sharding, process_index, process_count,
+                          num_workers)
+
+  def samples(self, split: str, start: int, count: int) -> list[source_lib.Sample]:
+    """Questions of a stream by index, as drawn (before any packing replacement): e.g. the
+    validation questions an evaluator generates answers for."""
+    stream = self.stream(split)
+    return [self.source.sample(d) for d in stream.draws(start, start + count)]
+
+
+def make_train_iterator(config: ml_collections.ConfigDict,
+                        sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
+                        start_step: int = 0, *, encoder: Encoder | None = None,
+                        **kwargs: Any) -> BatchIterator:
+  """`Pipeline(config, encoder).train_iterator(sharding, start_step, **kwargs)`."""
+  return Pipeline(config, encoder).train_iterator(sharding, start_step, **kwargs)
+
+
+def describe(pipeline: Pipeline) -> Mapping[str, Any]:
+  """The facts about a pipeline worth logging once at the start of a run."""
+  s = pipeline.settings
+  return {"batch_size": s.batch_size, "rows": pipeline.rows, "seq_len": pipeline.seq_len,
+          "samples_per_row": s.samples_per_row, "packing": s.packing,
+          "cells": len(pipeline.mixture), "expected_padding": round(pipeline.expected_padding, 4),
+          "pool_size": s.pool_size, "num_workers": s.num_workers}

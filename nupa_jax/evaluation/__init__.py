@@ -1,0 +1,2 @@
+"""Evaluation: jitted KV-cache decoding (`generate`) and scoring on the frozen test set
+(`evaluator`)."""

@@ -1,0 +1,134 @@
+"""Jitted autoregressive decoding with a KV cache, for a batch of prompts of different lengths.
+
+Prompts come right-padded (`prompts[i, :prompt_lengths[i]]` is prompt i, the rest is
+ignored). Inside, each row is shifted to end at slot P - 1 (left padding), so every row
+writes its next token to the same cache slot and one `dynamic_update_slice` serves the batch;
+positions still count from 0 within each prompt and continue through the generated tokens.
+
+Positional encodings that read text structure need it for generated tokens too: pass the
+prompts' `features` (digit_index / significance, right-padded like the prompts) and a
+`next_features` rule that derives a new token's features from the previous token's and the
+new token id. `DigitRuns` is that rule for Abacus digit indices when numbers are runs of
+number tokens (formats without index hints); coupled positions (significance) depend on the
+answer format and need the text layer's rule.
+
+Shapes are fixed (max_new_tokens), decoding stops early once every row has emitted EOS, and
+everything after a row's EOS is pad. Greedy when temperature == 0, otherwise sampling with
+temperature and nucleus (top-p) filtering (the paper used 0.6 / 0.9). Recompilation happens
+only for new shapes, a new model structure or new static settings; pass `next_features` as a
+long-lived (hashable) object, not a fresh lambda per call.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+Features = dict[str, jax.Array]
+FeatureRule = Callable[[Features, jax.Array], Features]
+
+
+@dataclasses.dataclass(frozen=True)
+class DigitRuns:
+  """Abacus digit_index of a generated token: previous index + 1 if it is a number token
+  (the previous token's index is 0 when that was no number token), else 0."""
+  number_tokens: tuple[bool, ...]  # per token id: is it a number (digit) token
+
+  @classmethod
+  def from_table(cls, digit_token_table: np.ndarray) -> DigitRuns:
+    """From the embeddings' digit table (int32[V, k_max], -1 = no digit at that place)."""
+    return cls(tuple(bool(x) for x in (np.asarray(digit_token_table) >= 0).any(axis=1)))
+
+  def __call__(self, previous: Features, token: jax.Array) -> Features:
+    is_number = jnp.asarray(self.number_tokens)[token]
+    return {"digit_index": jnp.where(is_number, previous["digit_index"] + 1, 0)}
+
+
+def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt_lengths, *,
+             max_new_tokens: int, eos_id: int, pad_id: int, rng: jax.Array | None = None,
+             temperature: float = 0.0, top_p: float = 1.0,
+             features: Mapping[str, np.ndarray] | None = None,
+             next_features: FeatureRule | None = None) -> jax.Array:
+  """int32[B, max_new_tokens]: the tokens generated after each prompt, pad after EOS.
+
+  model: a Transformer or its (graphdef, state) from nnx.split.
+  prompts: int32[B, P], right-padded; prompt_lengths: int32[B], each >= 1.
+  rng: required when temperature > 0.
+  """
+  graphdef, state = nnx.split(model) if isinstance(model, nnx.Module) else model
+  if temperature > 0 and rng is None:
+    raise ValueError("sampling (temperature > 0) needs rng=")
+  if not 0 < top_p <= 1:
+    raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+  features = {k: jnp.asarray(v, jnp.int32) for k, v in (features or {}).items()}
+  if features and next_features is None:
+    raise ValueError(f"features {sorted(features)} of the prompts are given but not how to "
+                     "continue them: pass next_features= (e.g. DigitRuns for Abacus)")
+  rng = jax.random.key(0) if rng is None else rng
+  return _generate(graphdef, state, jnp.asarray(prompts, jnp.int32),
+                   jnp.asarray(prompt_lengths, jnp.int32), features, rng,
+                   max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id,
+                   temperature=float(temperature), top_p=float(top_p),
+                   next_features=next_features)
+
+
+def sample_token(logits: jax.Array, key: jax.Array, temperature: float,
+                 top_p: float) -> jax.Array:
+  """int32[B] from float32[B, V]: argmax if temperature == 0, else top-p sampling."""
+  if temperature == 0:
+    return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+  logits = logits / temperature
+  if top_p < 1:
+    ordered = jnp.sort(logits, axis=-1)[:, ::-1]
+    probs = jax.nn.softmax(ordered, axis=-1)
+    # Keep the smallest prefix whose mass reaches top_p (the first token always).
+    keep = jnp.cumsum(probs, axis=-1) - probs < top_p
+    cutoff = jnp.min(jnp.where(keep, ordered, jnp.inf), axis=-1, keepdims=True)
+    logits = jnp.where(logits < cutoff, -jnp.inf, logits)
+  return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("graphdef", "max_new_tokens", "eos_id", "pad_id",
+                                             "temperature", "top_p", "next_features"))
+def _generate(graphdef, state, prompts, lengths, features, rng, *, max_new_tokens, eos_id,
+              pad_id, temperature, top_p, next_features):
+  model = nnx.merge(graphdef, state)
+  batch, width = prompts.shape
+  source = jnp.arange(width)[None, :] - (width - lengths)[:, None]   # left-aligning gather
+  valid = source >= 0
+
+  def left_align(a, fill):
+    return jnp.where(valid, jnp.take_along_axis(a, jnp.maximum(source, 0), axis=1), fill)
+
+  extras = {k: left_align(v, 0) for k, v in features.items()}
+  cache = model.init_cache(batch, width + max_new_tokens)
+  logits, cache = model.extend(cache, left_align(prompts, pad_id),
+                               positions=jnp.maximum(source, 0),
+                               segment_ids=valid.astype(jnp.int32), last_only=True, **extras)
+  ones = jnp.ones((batch, 1), jnp.int32)
+
+  def step(carry):
+    i, out, logits, cache, done, previous, rng = carry
+    rng, key = jax.random.split(rng)
+    token = jnp.where(done, pad_id, sample_token(logits, key, temperature, top_p))
+    out = out.at[:, i].set(token)
+    done = done | (token == eos_id)
+    current = next_features(previous, token) if next_features is not None else {}
+    logits, cache = nnx.merge(graphdef, state).extend(
+        cache, token[:, None], positions=(lengths + i)[:, None], segment_ids=ones,
+        **{k: v[:, None] for k, v in current.items()})
+    return i + 1, out, logits[:, 0], cache, done, current, rng
+
+  def not_finished(carry):
+    i, *_, done, _, _ = carry
+    return (i < max_new_tokens) & ~jnp.all(done)
+
+  carry = (jnp.zeros((), jnp.int32), jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
+           logits[:, 0], cache, jnp.zeros((batch,), bool),
+           {k: v[:, -1] for k, v in extras.items()}, rng)
+  return jax.lax.while_loop(not_finished, step, carry)[1]

@@ -1,0 +1,83 @@
+"""Grouped-query causal self-attention with segment masking and an optional KV cache.
+
+The kernel is `jax.nn.dot_product_attention` (implementation `xla` or `cudnn` from config).
+Packed rows are masked by segment id (a token sees only earlier tokens of its own sample);
+ALiBi / FIRE add a per-pair bias. With a KV cache (decoding), the new keys and values are
+written at a slot shared by the whole batch (prompts are left-aligned by the caller) and the
+mask is causal in slot order; decoding always uses the XLA kernel.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nupa_jax.models.layers import Dense, split_or_none
+from nupa_jax.models.posenc import apply_rotary
+from nupa_jax.models.presets import ModelConfig
+
+
+class Context(NamedTuple):
+  """What every layer's attention shares in one forward pass (computed once, at the top)."""
+  rotary: tuple[jax.Array, jax.Array] | None  # (cos, sin) float32[B, T, head_dim]
+  mask: jax.Array | None                      # bool[B, 1, T, S]: may attend
+  bias: jax.Array | None                      # float32[B, heads, T, S]
+  is_causal: bool                             # mask is only the segment part
+  implementation: str                         # 'xla' | 'cudnn'
+
+
+class LayerCache(NamedTuple):
+  """The stacked cache of all layers, the layer being run, and the slot of the first new token."""
+  k: jax.Array      # [layers, B, S, kv_heads, head_dim]
+  v: jax.Array
+  layer: jax.Array  # int32 scalar
+  index: jax.Array  # int32 scalar
+
+
+class Attention(nnx.Module):
+  """q, k, v, o projections around jax.nn.dot_product_attention."""
+
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+    e, n, k, h = config.hidden, config.heads, config.kv_heads, config.head_dim
+    self.q = Dense((e,), (n, h), ("embed", "heads", "head_dim"), config, rngs=rngs)
+    self.k = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs)
+    self.v = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs)
+    self.o = Dense((n, h), (e,), ("heads", "head_dim", "embed"), config, rngs=rngs)
+
+  def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,
+               rng: jax.Array | None = None) -> tuple[jax.Array, LayerCache | None]:
+    keys = split_or_none(rng, 4)
+    q, k, v = self.q(x, rng=keys[0]), self.k(x, rng=keys[1]), self.v(x, rng=keys[2])
+    if ctx.rotary is not None:
+      q, k = apply_rotary(q, *ctx.rotary), apply_rotary(k, *ctx.rotary)
+    if cache is not None:
+      at = (cache.layer, 0, cache.index, 0, 0)
+      cache = cache._replace(
+          k=jax.lax.dynamic_update_slice(cache.k, k[None].astype(cache.k.dtype), at),
+          v=jax.lax.dynamic_update_slice(cache.v, v[None].astype(cache.v.dtype), at))
+      k = jax.lax.dynamic_index_in_dim(cache.k, cache.layer, keepdims=False)
+      v = jax.lax.dynamic_index_in_dim(cache.v, cache.layer, keepdims=False)
+    bias = ctx.bias
+    if bias is not None and ctx.implementation == "cudnn":
+      bias = bias.astype(q.dtype)
+    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
+                                       is_causal=ctx.is_causal,
+                                       implementation=ctx.implementation)
+    return self.o(out, rng=keys[3]), cache
+
+
+def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:
+  """bool[B, 1, T, T] same-segment mask (the kernel adds causality), None if unpacked."""
+  if segment_ids is None:
+    return None
+  return (segment_ids[:, :, None] == segment_ids[:, None, :])[:, None]
+
+
+def cache_mask(q_segments: jax.Array, k_segments: jax.Array, index: jax.Array) -> jax.Array:
+  """bool[B, 1, T, S]: same segment and not a later slot; empty slots have segment 0."""
+  t, s = q_segments.shape[1], k_segments.shape[1]
+  causal = (index + jnp.arange(t))[:, None] >= jnp.arange(s)[None, :]
+  same = q_segments[:, :, None] == k_segments[:, None, :]
+  return (same & causal[None])[:, None]

@@ -1,0 +1,43 @@
+"""ALiBi (Press et al. 2022): a linear distance penalty per head, no position embedding.
+
+The bias added to attention logits is -slope_h * |q_pos - k_pos|, slopes geometric in the
+heads. The official NUPA code adds it with the wrong sign (+slope * distance, rewarding far
+tokens); this is the published, negative penalty.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nupa_jax.models.posenc import base
+from nupa_jax.models.presets import ModelConfig
+
+
+def slopes(heads: int) -> np.ndarray:
+  """The ALiBi paper's slopes: 2^(-8/n), 2^(-16/n), ... for n heads (n a power of two); for
+  other n, the slopes of the next lower power of two followed by every other slope of twice
+  that many heads."""
+  def geometric(n: int) -> list[float]:
+    return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+  if heads & (heads - 1) == 0:
+    return np.asarray(geometric(heads), np.float32)
+  lower = 2 ** math.floor(math.log2(heads))
+  extra = geometric(2 * lower)[0::2][:heads - lower]
+  return np.asarray(geometric(lower) + extra, np.float32)
+
+
+@base.register("alibi")
+class ALiBi(base.PositionalEncoding):
+  """Fixed linear biases; no parameters."""
+
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+    del rngs
+    self.heads = config.heads
+
+  def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
+    distance = jnp.abs(q_pos[:, :, None] - k_pos[:, None, :]).astype(jnp.float32)
+    return -jnp.asarray(slopes(self.heads))[None, :, None, None] * distance[:, None]

@@ -1,0 +1,115 @@
+"""The positional-encoding interface and its registry.
+
+A positional encoding is an `nnx.Module` built once per model (shared by all layers) that
+implements only the hooks it needs; the defaults do nothing, so NoPE implements none:
+
+- `prepare(features, rng=, deterministic=)`: training-time randomisation of the position
+  inputs, once per forward pass (random positions, Abacus / coupling offsets);
+- `embed(x, features)`: add a learned embedding to the token embeddings (absolute, Abacus);
+- `rotary(positions)`: (cos, sin) tables in Hugging Face Llama's rotate-half layout, applied to
+  queries and keys by `apply_rotary` in every layer (RoPE). DESIGN.md sketches this hook as
+  `rotate(q, k, positions)`; returning the tables lets the model compute them once per pass
+  instead of once per layer inside the scan over layers;
+- `attention_bias(q_pos, k_pos)`: float32[B, heads, Tq, Tk] added to attention logits
+  (ALiBi, FIRE).
+
+`inputs` names the extra per-token features a PE reads (`digit_index`, `significance`, as
+`nupa_jax.text.Encoder.positions` provides them); the model refuses to run without them.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nupa_jax.models.presets import ModelConfig
+
+
+class Features(NamedTuple):
+  """Per-token position inputs, all int32[B, T]; the optional ones are None when absent."""
+  positions: jax.Array
+  segment_ids: jax.Array
+  digit_index: jax.Array | None = None
+  significance: jax.Array | None = None
+
+
+class PositionalEncoding(nnx.Module):
+  """Base class: every hook is a no-op (= NoPE)."""
+  name: ClassVar[str]
+  inputs: ClassVar[frozenset[str]] = frozenset()
+  learned_bias: ClassVar[bool] = False  # attention_bias has parameters (needs the xla path)
+
+  @property
+  def needs_rng(self) -> bool:
+    """Whether `prepare` draws random numbers when not deterministic."""
+    return False
+
+  def prepare(self, features: Features, *, rng: jax.Array | None,
+              deterministic: bool) -> Features:
+    del rng, deterministic
+    return features
+
+  def embed(self, x: jax.Array, features: Features) -> jax.Array:
+    del features
+    return x
+
+  def rotary(self, positions: jax.Array) -> tuple[jax.Array, jax.Array] | None:
+    del positions
+    return None
+
+  def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array | None:
+    del q_pos, k_pos
+    return None
+
+
+def apply_rotary(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+  """Rotate x[B, T, heads, D] by tables [B, T, D]: x*cos + rotate_half(x)*sin, in float32.
+
+  rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]) pairs dimension i with i + D/2, the
+  layout of Hugging Face Llama checkpoints (not the interleaved pairs of the RoPE paper).
+  """
+  x32 = x.astype(jnp.float32)
+  half = x.shape[-1] // 2
+  rotated = jnp.concatenate([-x32[..., half:], x32[..., :half]], axis=-1)
+  out = x32 * cos[:, :, None, :] + rotated * sin[:, :, None, :]
+  return out.astype(x.dtype)
+
+
+_REGISTRY: dict[str, type[PositionalEncoding]] = {}
+
+
+def register(name: str):
+  """Class decorator: make a PositionalEncoding buildable as posenc={"name": name, ...}."""
+  def decorate(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
+    if name in _REGISTRY:
+      raise ValueError(f"positional encoding {name!r} registered twice")
+    cls.name = name
+    _REGISTRY[name] = cls
+    return cls
+  return decorate
+
+
+def names() -> list[str]:
+  return sorted(_REGISTRY)
+
+
+def options(name: str) -> list[str]:
+  """The options a registered PE accepts (its constructor's keyword arguments)."""
+  params = inspect.signature(_REGISTRY[name].__init__).parameters
+  return [p for p in params if p not in ("self", "config", "rngs")]
+
+
+def build(config: ModelConfig, *, rngs: nnx.Rngs) -> PositionalEncoding:
+  """The PE named by config.posenc = {"name": ..., **options}."""
+  opts: dict[str, Any] = dict(config.posenc_options)
+  name = opts.pop("name", None)
+  if name not in _REGISTRY:
+    raise ValueError(f"unknown positional encoding {name!r}; known: {', '.join(names())}")
+  unknown = sorted(set(opts) - set(options(name)))
+  if unknown:
+    raise ValueError(f"positional encoding {name!r} has no options {unknown}; "
+                     f"known: {', '.join(options(name)) or '(none)'}")
+  return _REGISTRY[name](config, rngs=rngs, **opts)

@@ -1,0 +1,63 @@
+"""FIRE (Li et al. 2023): a learned function of log-normalised relative distance per head.
+
+bias_h(i, j) = f_h(psi(i - j) / psi(max(L, i))) with psi(x) = log(c x + 1), f a one-hidden-
+layer ReLU MLP (1 -> hidden -> heads), c > 0 and the threshold L learned. Dividing by the
+query position makes distances relative to how far the sequence has come, which is what lets
+FIRE extrapolate to longer inputs. One FIRE module is shared by all layers (like T5's relative
+bias), so the bias is computed once per forward pass.
+
+Initialisation is monotone: first-layer weights >= 0, output weights <= 0, so at step 0 every
+head penalises distance more the farther a key is (an ALiBi-like start that training reshapes).
+The bias is per sample (positions restart in packed rows) and has gradients, which cuDNN's
+fused attention cannot give for batch > 1: FIRE needs attention_impl='xla'.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nupa_jax.models.layers import param
+from nupa_jax.models.posenc import base
+from nupa_jax.models.presets import ModelConfig
+
+
+def _inverse_softplus(y: float) -> float:
+  return y + math.log(-math.expm1(-y))  # log(exp(y) - 1) without overflow
+
+
+@base.register("fire")
+class FIRE(base.PositionalEncoding):
+  """Functional interpolation for relative positions."""
+  learned_bias = True
+
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, hidden: int = 32,
+               init_c: float = 0.1, init_threshold: float = 512.0):
+    dtype, h = config.param_dtype, hidden
+    uniform = lambda lo, hi: lambda key, shape, dt: jax.random.uniform(key, shape, dt, lo, hi)
+    self.w1 = param(rngs, uniform(0.0, 1.0), (h,), (None,), dtype)
+    self.b1 = param(rngs, uniform(-1.0, 0.0), (h,), (None,), dtype)
+    self.w2 = param(rngs, uniform(-1.0 / h ** 0.5, 0.0), (h, config.heads), (None, None), dtype)
+    self.b2 = param(rngs, nnx.initializers.zeros, (config.heads,), (None,), dtype)
+    # c and L must stay positive: stored through softplus.
+    self.c = param(rngs, nnx.initializers.constant(_inverse_softplus(init_c)), (), (), dtype)
+    self.threshold = param(rngs, nnx.initializers.constant(_inverse_softplus(init_threshold)),
+                           (), (), dtype)
+
+  def normalized_distance(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
+    """float32[B, Tq, Tk] in [0, 1] for causal pairs: psi(i - j) / psi(max(L, i))."""
+    c = jax.nn.softplus(self.c[...].astype(jnp.float32))
+    threshold = jax.nn.softplus(self.threshold[...].astype(jnp.float32))
+    q = q_pos.astype(jnp.float32)[:, :, None]
+    distance = jnp.maximum(q - k_pos.astype(jnp.float32)[:, None, :], 0.0)
+    psi = lambda x: jnp.log1p(c * x)
+    return psi(distance) / jnp.maximum(psi(jnp.maximum(threshold, q)), 1e-6)
+
+  def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
+    x = self.normalized_distance(q_pos, k_pos)[..., None]                    # [B, Tq, Tk, 1]
+    hidden = jax.nn.relu(x * self.w1[...] + self.b1[...])                    # [B, Tq, Tk, h]
+    # Written as a broadcast-and-sum so XLA can fuse it instead of storing [B, Tq, Tk, h].
+    bias = jnp.sum(hidden[..., None] * self.w2[...], axis=-2) + self.b2[...]  # [B, Tq, Tk, N]
+    return jnp.transpose(bias, (0, 3, 1, 2)).astype(jnp.float32)

@@ -1,0 +1,218 @@
+"""The Llama-style decoder: embeddings, a scan over identical blocks, RMSNorm, output head.
+
+Blocks are stacked: every layer parameter has a leading `layers` axis and the forward pass is
+one `jax.lax.scan` (compile time independent of depth; `scan_unroll` trades it back for
+speed). Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
+functional, no NNX transform at run time. The positional encoding is one module shared by all
+layers; its rotary tables, attention bias and mask are computed once per pass.
+
+Two entry points: `__call__` (training / scoring: logits for every token of packed rows) and
+`extend` (decoding: append tokens to a `KVCache`, see `nupa_jax.evaluation.generate`).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nupa_jax.models import embeddings, posenc
+from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
+                                       training_mask)
+from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
+from nupa_jax.models.presets import ModelConfig, resolve
+
+REMAT_POLICIES = {
+    "none": None,
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+}
+
+
+class KVCache(NamedTuple):
+  """Keys and values of every layer for S slots, with each slot's segment id and position."""
+  k: jax.Array            # [layers, B, S, kv_heads, head_dim], compute dtype
+  v: jax.Array
+  segment_ids: jax.Array  # int32[B, S]; 0 = empty slot or padding
+  positions: jax.Array    # int32[B, S]; key positions for attention biases
+  index: jax.Array        # int32 scalar: the next free slot
+
+
+class Block(nnx.Module):
+  """Pre-norm attention and SwiGLU MLP, each in a residual branch."""
+
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+    self.attn_norm = RMSNorm(config, rngs=rngs)
+    self.attn = Attention(config, rngs=rngs)
+    self.mlp_norm = RMSNorm(config, rngs=rngs)
+    self.mlp = MLP(config, rngs=rngs)
+
+  def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,
+               rng: jax.Array | None = None) -> tuple[jax.Array, LayerCache | None]:
+    k_attn, k_mlp = split_or_none(rng, 2)
+    h, cache = self.attn(self.attn_norm(x), ctx, cache, rng=k_attn)
+    x = x + h
+    return x + self.mlp(self.mlp_norm(x), rng=k_mlp), cache
+
+
+def _stacked_blocks(config: ModelConfig, rngs: nnx.Rngs) -> Block:
+  @nnx.split_rngs(splits=config.num_layers)
+  @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={nnx.PARTITION_NAME: "layers"})
+  def make(rngs: nnx.Rngs) -> Block:
+    return Block(config, rngs=rngs)
+  return make(rngs)
+
+
+class Transformer(nnx.Module):
+  """Decoder-only transformer; `config` is a resolved `ModelConfig` (use `build`)."""
+
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs,
+               digit_token_table: np.ndarray | None = None):
+    self.config = config
+    self.embed = embeddings.build(config, digit_token_table, rngs=rngs)
+    self.posenc = posenc.build(config, rngs=rngs)
+    if config.attention_impl == "cudnn" and self.posenc.learned_bias:
+      raise ValueError(f"posenc {self.posenc.name!r} learns a per-sample attention bias, whose "
+                       "gradient cuDNN attention does not give; use attention_impl='xla'")
+    self.layers = _stacked_blocks(config, rngs)
+    self.norm = RMSNorm(config, rngs=rngs)
+    self.head = None if config.tie_embeddings else Dense(
+        (config.hidden,), (config.vocab_size,), ("embed", "vocab"), config, rngs=rngs,
+        out_dtype="float32")
+
+  def __call__(self, inputs: jax.Array, *, positions: jax.Array | None = None,
+               segment_ids: jax.Array | None = None, digit_index: jax.Array | None = None,
+               significance: jax.Array | None = None, deterministic: bool = True,
+               rng: jax.Array | None = None) -> jax.Array:
+    """float32[B, T, V] logits for int32[B, T] tokens.
+
+    positions default to 0..T-1; segment_ids (1.. per packed sample, 0 = padding) default to
+    one sample per row, and tokens attend only within their segment. digit_index /
+    significance feed the PEs that need them. With deterministic=False the PE's training-time
+    randomisation and LoRA dropout are on; they draw from `rng`.
+    """
+    if not deterministic and rng is None and self.needs_rng():
+      raise ValueError("deterministic=False needs rng= (random positions / offsets or LoRA "
+                       "dropout draw from it)")
+    features = self._features(inputs, positions, segment_ids, digit_index, significance)
+    x, _ = self._forward(inputs, features, packed=segment_ids is not None, cache=None,
+                         rng=None if deterministic else rng, deterministic=deterministic)
+    return self._logits(x)
+
+  def init_cache(self, batch: int, length: int) -> KVCache:
+    """An empty cache of `length` slots per row."""
+    c = self.config
+    shape = (c.num_layers, batch, length, c.kv_heads, c.head_dim)
+    return KVCache(k=jnp.zeros(shape, c.dtype), v=jnp.zeros(shape, c.dtype),
+                   segment_ids=jnp.zeros((batch, length), jnp.int32),
+                   positions=jnp.zeros((batch, length), jnp.int32),
+                   index=jnp.zeros((), jnp.int32))
+
+  def extend(self, cache: KVCache, inputs: jax.Array, *, positions: jax.Array,
+             segment_ids: jax.Array, digit_index: jax.Array | None = None,
+             significance: jax.Array | None = None,
+             last_only: bool = False) -> tuple[jax.Array, KVCache]:
+    """Append int32[B, T] tokens at slots [cache.index, cache.index + T) of every row.
+
+    Returns float32 logits for the new tokens ([B, 1, V] for the last one if last_only) and
+    the updated cache. Deterministic (evaluation positions, no dropout); XLA attention.
+    """
+    features = self._features(inputs, positions, segment_ids, digit_index, significance)
+    x, cache = self._forward(inputs, features, packed=True, cache=cache, rng=None,
+                             deterministic=True)
+    return self._logits(x[:, -1:] if last_only else x), cache
+
+  def needs_rng(self) -> bool:
+    """Whether a non-deterministic pass draws random numbers (PE randomisation, dropout)."""
+    return any(getattr(m, "needs_rng", False) for _, m in nnx.iter_modules(self))
+
+  def _features(self, inputs, positions, segment_ids, digit_index, significance):
+    batch, length = inputs.shape
+    given = {"digit_index": digit_index, "significance": significance}
+    for name in sorted(self.posenc.inputs):
+      if given[name] is None:
+        raise ValueError(f"posenc {self.posenc.name!r} needs {name}= (per-token, from the text "
+                         "layer's Encoder.positions)")
+    if positions is None:
+      positions = jnp.broadcast_to(jnp.arange(length, dtype=jnp.int32), (batch, length))
+    if segment_ids is None:
+      segment_ids = jnp.ones((batch, length), jnp.int32)
+    as_int = lambda a: None if a is None else jnp.asarray(a, jnp.int32)
+    return posenc.Features(as_int(positions), as_int(segment_ids), as_int(digit_index),
+                           as_int(significance))
+
+  def _forward(self, tokens: jax.Array, features: posenc.Features, *, packed: bool,
+               cache: KVCache | None, rng: jax.Array | None,
+               deterministic: bool) -> tuple[jax.Array, KVCache | None]:
+    """Final-norm hidden states [B, T, hidden] (and the extended cache)."""
+    pe_rng, layer_rng = split_or_none(rng, 2)
+    features = self.posenc.prepare(features, rng=pe_rng, deterministic=deterministic)
+    x = self.posenc.embed(self.embed(tokens), features)
+    if cache is None:
+      k_positions = features.positions
+      mask = training_mask(features.segment_ids if packed else None)
+      is_causal, implementation = True, self.config.attention_impl
+    else:
+      at = (0, cache.index)
+      cache = cache._replace(
+          segment_ids=jax.lax.dynamic_update_slice(cache.segment_ids, features.segment_ids, at),
+          positions=jax.lax.dynamic_update_slice(cache.positions, features.positions, at))
+      k_positions = cache.positions
+      mask = cache_mask(features.segment_ids, cache.segment_ids, cache.index)
+      is_causal, implementation = False, "xla"
+    ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask,
+                  bias=self.posenc.attention_bias(features.positions, k_positions),
+                  is_causal=is_causal, implementation=implementation)
+    x, cache = self._run_layers(x, ctx, cache, layer_rng)
+    return self.norm(x), cache
+
+  def _run_layers(self, x: jax.Array, ctx: Context, cache: KVCache | None,
+                  rng: jax.Array | None) -> tuple[jax.Array, KVCache | None]:
+    graphdef, stacked = nnx.split(self.layers)
+    n = self.config.num_layers
+    keys = None if rng is None else jax.random.split(rng, n)
+    index = None if cache is None else cache.index
+
+    def body(carry, xs):
+      x, kv = carry
+      state, key, layer = xs
+      block = nnx.merge(graphdef, state)
+      layer_cache = None if kv is None else LayerCache(kv[0], kv[1], layer, index)
+      x, layer_cache = block(x, ctx, layer_cache, rng=key)
+      return (x, None if kv is None else (layer_cache.k, layer_cache.v)), None
+
+    policy = REMAT_POLICIES[self.config.remat]
+    if policy is not None and cache is None:
+      body = jax.checkpoint(body, policy=policy, prevent_cse=False)
+    kv = None if cache is None else (cache.k, cache.v)
+    (x, kv), _ = jax.lax.scan(body, (x, kv), (stacked, keys, jnp.arange(n)),
+                              unroll=self.config.scan_unroll)
+    if cache is not None:
+      cache = cache._replace(k=kv[0], v=kv[1], index=cache.index + x.shape[1])
+    return x, cache
+
+  def _logits(self, x: jax.Array) -> jax.Array:
+    if self.head is None:
+      return self.embed.attend(x)
+    return self.head(x)
+
+
+def build(model_config, vocab_size: int, *, rngs: nnx.Rngs,
+          digit_token_table: np.ndarray | None = None) -> Transformer:
+  """A Transformer from a config dict / ConfigDict (`preset` and/or explicit fields).
+
+  digit_token_table (int32[vocab_size, k_max], per-place digits of each token, -1 for none;
+  see `embeddings`) is required when the config sets digit_embeddings=True.
+  """
+  return Transformer(resolve(model_config, vocab_size), rngs=rngs,
+                     digit_token_table=digit_token_table)
+
+
+def count_params(model_config, vocab_size: int,
+                 digit_token_table: np.ndarray | None = None) -> int:
+  """Trainable parameters of a config, from shapes only (nothing is allocated)."""
+  model = nnx.eval_shape(lambda: build(model_config, vocab_size, rngs=nnx.Rngs(0),
+                                       digit_token_table=digit_token_table))
+  return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(nnx.state(model, nnx.Param)))

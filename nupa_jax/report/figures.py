@@ -1,0 +1,144 @@
+"""The paper's figures, drawn with matplotlib's object API on the Agg canvas (no display, no
+pyplot state), each saved as PNG and SVG.
+
+- metric vs digit length: one panel per task, one line per setting, the trained range shaded;
+- metric vs samples seen: one panel per task, one line per digit length (periodic evals);
+- tasks x S/M/L/XL heatmap for a mixed run or a scored model.
+
+Seeds of one setting are drawn as their median with a min-max band.
+"""
+import math
+import pathlib
+
+import matplotlib
+from matplotlib import cm, colors
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from nupa_jax.report import scales
+from nupa_jax.report.grouping import Group, panel_labels
+from nupa_jax.report.loading import BUCKETS
+from nupa_jax.report.series import Band, bucket_band, curve_series, digit_series
+
+FORMATS = ("png", "svg")
+_PALETTE = [colors.to_hex(c) for c in cm.tab10.colors]
+
+
+def _save(fig: Figure, stem: pathlib.Path) -> list[pathlib.Path]:
+  paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in FORMATS]
+  for path in paths:
+    fig.savefig(path, dpi=120)
+  return paths
+
+
+def _panels(n: int, width: float = 4.2, height: float = 3.2) -> tuple[Figure, list[Axes]]:
+  cols = min(n, 4)
+  rows = math.ceil(n / cols)
+  fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+  axes = list(fig.subplots(rows, cols, squeeze=False).flat)
+  for ax in axes[n:]:
+    ax.set_visible(False)
+  return fig, axes[:n]
+
+
+def _draw(ax: Axes, x: list[float], bands: list[Band], scale: scales.Scale, color, label: str,
+          seeded: bool) -> None:
+  """One median line, and its seeds' min-max band when there are several seeds."""
+  ax.plot(x, [scale.transform(b.median) for b in bands], color=color, label=label,
+          marker="o" if len(x) < 30 else None, markersize=3, linewidth=1.3)
+  if seeded:
+    ax.fill_between(x, [scale.transform(b.lo) for b in bands],
+                    [scale.transform(b.hi) for b in bands], color=color, alpha=0.2, linewidth=0)
+
+
+def _shade_training(ax: Axes, groups: list[Group], task: str, color: dict[int, str]) -> None:
+  """Grey when all lines share a training range; each line's colour when they differ."""
+  ranges = {id(g): g.train_digits(task) for g in groups}
+  ranges = {k: r for k, r in ranges.items() if r is not None}
+  if len(set(ranges.values())) == 1:
+    lo, hi = next(iter(ranges.values()))
+    ax.axvspan(lo - 0.5, hi + 0.5, color="0.5", alpha=0.15, linewidth=0, label="trained")
+    return
+  for k, (lo, hi) in ranges.items():
+    ax.axvspan(lo - 0.5, hi + 0.5, color=color[k], alpha=0.08, linewidth=0)
+
+
+def _limits(ax: Axes, scale: scales.Scale) -> None:
+  if scale.limits:
+    ax.set_ylim(scale.limits[0] - 0.03, scale.limits[1] + 0.03)
+  else:
+    ax.set_ylim(bottom=0)
+
+
+def plot_digits(groups: list[Group], tasks: list[str], metric: str,
+                stem: pathlib.Path) -> list[pathlib.Path]:
+  """Final-eval metric against digit length: a panel per task, a line per setting."""
+  scale = scales.get(metric)
+  fig, axes = _panels(len(tasks))
+  color = {id(g): _PALETTE[i % len(_PALETTE)] for i, g in enumerate(groups)}
+  for ax, task in zip(axes, tasks):
+    present = [g for g in groups if task in g.tasks]
+    _shade_training(ax, present, task, color)
+    for group, label in zip(present, panel_labels(present)):
+      series = digit_series(group, task, metric)
+      seeds = len(group.entries)
+      _draw(ax, [d for d, _ in series], [b for _, b in series], scale, color[id(group)],
+            label if seeds == 1 else f"{label} ({seeds} seeds)", seeds > 1)
+    ax.set(title=task, xlabel="digit length", ylabel=scale.axis)
+    _limits(ax, scale)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+  return _save(fig, stem)
+
+
+def plot_curves(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.Path]:
+  """Metric against samples seen (or step), a line per digit length; [] without a history."""
+  scale = scales.get(metric)
+  curves = {t: curve_series(group, t, metric) for t in group.tasks}
+  curves = {t: c for t, c in curves.items() if c}
+  if not curves:
+    return []
+  digits = sorted({d for c in curves.values() for _, _, bands in c for d in bands})
+  if not digits:  # bucket means only: nothing to draw per length
+    return []
+  fig, axes = _panels(len(curves), width=4.6)
+  norm = colors.Normalize(min(digits), max(max(digits), min(digits) + 1))
+  for ax, (task, series) in zip(axes, curves.items()):
+    by_samples = all(seen is not None for _, seen, _ in series)
+    for d in sorted({d for _, _, bands in series for d in bands}):
+      points = [(seen if by_samples else step, bands[d]) for step, seen, bands in series
+                if d in bands]
+      _draw(ax, [x for x, _ in points], [b for _, b in points], scale, cm.viridis(norm(d)),
+            str(d), len(group.entries) > 1)
+    ax.set(title=task, xlabel="samples seen" if by_samples else "training step",
+           ylabel=scale.axis)
+    _limits(ax, scale)
+    ax.grid(alpha=0.3)
+  fig.colorbar(cm.ScalarMappable(norm=norm, cmap="viridis"), ax=axes, label="digit length")
+  fig.suptitle(group.label)
+  return _save(fig, stem)
+
+
+def plot_heatmap(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.Path]:
+  """Tasks x S/M/L/XL bucket means (seeds: median), values written in the cells."""
+  scale = scales.get(metric)
+  tasks = group.tasks
+  values = [[bucket_band(group, t, b, metric).median for b in BUCKETS] for t in tasks]
+  drawn = [[scale.transform(v) for v in row] for row in values]
+  finite = [v for row in drawn for v in row if not math.isnan(v)]
+  lo, hi = scale.limits or (0.0, max(finite + [1.0]))
+  cmap = matplotlib.colormaps[scale.cmap].with_extremes(bad="0.85")
+  fig = Figure(figsize=(4.5, 1.2 + 0.32 * len(tasks)), layout="constrained")
+  ax = fig.subplots()
+  image = ax.imshow(drawn, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
+  for i, row in enumerate(values):
+    for j, value in enumerate(row):
+      text = "–" if math.isnan(value) else f"{value:.2f}" if scale.limits else f"{value:.1f}"
+      bright = math.isnan(value) or (image.norm(drawn[i][j]) > 0.5) != scale.cmap.endswith("_r")
+      ax.text(j, i, text, ha="center", va="center", fontsize=7,
+              color="black" if bright else "white")
+  ax.set_xticks(range(len(BUCKETS)), BUCKETS)
+  ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
+  ax.set_title(f"{group.label}: {scale.title}", fontsize=9)
+  fig.colorbar(image, ax=ax, label=scale.axis)
+  return _save(fig, stem)

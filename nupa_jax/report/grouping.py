@@ -1,0 +1,134 @@
+"""Which runs are seeds of one setting, and what to call each setting.
+
+A sweep of pe x task x seed should read as one line per (pe, task), its seeds drawn as a band,
+and each line named by what sets it apart (`pe=alibi`), not by a folder name. Settings come
+from the sweep's grid arguments when every run has them (short and exactly what the user
+varied), else from the flattened `config.json`; any key whose last component is `seed` tells
+replicas apart instead of settings.
+"""
+import dataclasses
+import json
+from typing import Any
+
+from nupa_jax.report.loading import Entry, ReportError
+
+# Config keys shown under the name the configs' own argument strings use.
+SHORT_NAMES = {
+    "model.posenc.name": "pe",
+    "model.preset": "size",
+    "data.tasks": "task",
+    "data.train_digits": "train_digits",
+}
+
+
+def is_seed(key: str) -> bool:
+  return key.rsplit(".", 1)[-1] == "seed"
+
+
+@dataclasses.dataclass(eq=False)  # a group is itself, not its contents
+class Group:
+  """Runs of one setting (seeds) or one scored report, drawn as one line / one column."""
+  label: str
+  entries: list[Entry]
+  settings: dict[str, Any]  # what all its runs share, seeds left out
+  user_label: bool = False
+
+  @property
+  def kind(self) -> str:
+    return self.entries[0].kind
+
+  @property
+  def tasks(self) -> list[str]:
+    return list(self.entries[0].final.tasks)
+
+  def train_digits(self, task: str) -> tuple[int, int] | None:
+    return self.entries[0].train_digits.get(task)
+
+
+def _show_value(key: str, value: Any) -> str:
+  if key == "data.tasks" and isinstance(value, dict):
+    return "+".join(value) if len(value) <= 3 else f"{len(value)} tasks"
+  if isinstance(value, str):
+    return value
+  if (isinstance(value, list) and len(value) == 2
+      and all(isinstance(v, int) for v in value)):
+    return f"{value[0]}-{value[1]}"
+  return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _show(key: str, value: Any) -> str:
+  return f"{SHORT_NAMES.get(key, key)}={_show_value(key, value)}"
+
+
+def describe(settings: list[dict[str, Any]]) -> list[str]:
+  """`k=v, ...` of the keys whose values differ between the given settings ('' if none do)."""
+  keys = list(dict.fromkeys(k for s in settings for k in s))  # config order
+  differ = [k for k in keys
+            if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
+  return [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-" for k in differ)
+          for s in settings]
+
+
+def _summary(group: Group, use_args: bool) -> str:
+  """A label for a setting nothing else differs from: its named settings, else its run."""
+  keys = list(group.settings) if use_args else [k for k in SHORT_NAMES if k in group.settings]
+  return ", ".join(_show(k, group.settings[k]) for k in keys) or group.entries[0].name
+
+
+def _check_seeds(group: Group) -> None:
+  first = group.entries[0]
+  for other in group.entries[1:]:
+    if set(other.final.tasks) != set(first.final.tasks):
+      raise ReportError(
+          f"{first.path} and {other.path} differ only in seed but evaluate different tasks "
+          f"({', '.join(first.final.tasks)} vs {', '.join(other.final.tasks)}); evaluate both "
+          "on the same tasks or report them separately")
+
+
+def group_entries(entries: list[Entry], labels: list[str] | None = None) -> list[Group]:
+  """Seeds of one setting in one group, in order of first appearance, each with a label."""
+  runs = [e for e in entries if e.kind == "run"]
+  use_args = bool(runs) and all(e.args is not None for e in runs)
+  groups: dict[str, Group] = {}
+  for index, entry in enumerate(entries):
+    if entry.kind == "report":
+      groups[f"report {index}"] = Group(entry.name, [entry], {})
+      continue
+    settings = {k: v for k, v in (entry.args if use_args else entry.config).items()
+                if not is_seed(k)}
+    key = json.dumps(settings, sort_keys=True, default=str)
+    if key in groups:
+      groups[key].entries.append(entry)
+    else:
+      groups[key] = Group("", [entry], settings)
+  out = list(groups.values())
+  for group in out:
+    _check_seeds(group)
+  run_groups = [g for g in out if g.kind == "run"]
+  for group, text in zip(run_groups, describe([g.settings for g in run_groups])):
+    group.label = text or _summary(group, use_args)
+  counts = {}
+  for group in out:
+    counts[group.label] = counts.get(group.label, 0) + 1
+  for group in out:
+    if counts[group.label] > 1:
+      group.label = f"{group.label} ({group.entries[0].name})"
+  if labels is not None:
+    if len(labels) != len(out):
+      found = "; ".join(g.label for g in out)
+      raise ReportError(f"--labels gives {len(labels)} labels for {len(out)} lines (seeds of "
+                        f"one setting share a line); the lines found are: {found}")
+    for group, label in zip(out, labels):
+      group.label, group.user_label = label, True
+  return out
+
+
+def panel_labels(groups: list[Group]) -> list[str]:
+  """Labels for the groups sharing one panel: only what differs among them (e.g. within one
+  task's panel of a pe x task sweep, just `pe=...`); user labels are kept as given."""
+  runs = [g for g in groups if g.kind == "run" and not g.user_label]
+  if len(runs) < 2:
+    return [g.label for g in groups]
+  local = dict(zip(map(id, runs), describe([g.settings for g in runs])))
+  out = [local.get(id(g)) or g.label for g in groups]
+  return out if len(set(out)) == len(out) else [g.label for g in groups]

@@ -1,0 +1,38 @@
+"""`python -m nupa_jax.train --config=configs/FAMILY.py[:ARGS] --workdir=DIR [--config.a.b=v]`
+
+Trains a model as the config says, evaluating and checkpointing as it goes; rerunning the
+same command in the same workdir resumes. A config that cannot run exits with status 2 and
+a message naming the fix; a diverged run (NaN / inf loss) exits with status 1.
+"""
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+from ml_collections import config_flags
+
+from nupa_jax.training import trainer
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "experiment config: configs/FAMILY.py[:key=value,...]", lock_config=True)
+_WORKDIR = flags.DEFINE_string("workdir", None, "run directory: checkpoints, logs, evaluations")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  if not flags.FLAGS["verbosity"].present:  # orbax logs every save step by step at INFO
+    logging.set_verbosity(logging.WARNING)
+  try:
+    trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+  except trainer.ConfigError as e:
+    print(f"config error: {e}", file=sys.stderr)
+    sys.exit(2)
+  except trainer.DivergedError as e:
+    print(f"training diverged: {e}", file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+  app.run(main)

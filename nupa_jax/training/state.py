@@ -1,0 +1,56 @@
+"""The model and its optimizer as one sharded nnx state: shapes first, arrays on the mesh.
+
+The model is built once under `nnx.eval_shape` (no memory) to read its structure and the
+logical axis names of its parameters; `sharding.state_shardings` turns those into
+NamedShardings, and a jitted initialiser then creates every array directly in its shard (a
+3B model never exists whole on one device). The same abstract state is the target of a
+checkpoint restore.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import optax
+from flax import nnx
+
+from nupa_jax import models
+from nupa_jax import sharding as sharding_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSpec:
+  """Structure, shapes and shardings of a run's state (model, or (model, optimizer))."""
+  graphdef: nnx.GraphDef
+  abstract: nnx.State
+  shardings: nnx.State
+  needs_rng: bool  # the model's training pass draws random numbers (PE randomisation, dropout)
+  feature_names: frozenset[str]  # per-token inputs the positional encoding reads
+
+
+def _build(model_config, vocab_size: int, seed: int, tx: optax.GradientTransformation | None):
+  with nnx.use_eager_sharding(False):  # shardings are applied by jit, not at creation
+    model = models.build(model_config, vocab_size, rngs=nnx.Rngs(seed))
+    if tx is None:
+      return model
+    return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
+
+
+def spec(model_config, vocab_size: int, mesh, rules, *, seed: int = 0,
+         tx: optax.GradientTransformation | None = None) -> StateSpec:
+  """The StateSpec of the model (with an optimizer state when `tx` is given)."""
+  abstract = nnx.eval_shape(lambda: _build(model_config, vocab_size, seed, tx))
+  model = abstract[0] if tx is not None else abstract
+  graphdef, state = nnx.split(abstract)
+  return StateSpec(graphdef, state, sharding_lib.state_shardings(state, mesh, rules),
+                   model.needs_rng(), frozenset(model.posenc.inputs))
+
+
+def initialise(state_spec: StateSpec, model_config, vocab_size: int, *, seed: int = 0,
+               tx: optax.GradientTransformation | None = None) -> nnx.State:
+  """Fresh parameters (and optimizer state) created in place on the mesh."""
+
+  def create():
+    return nnx.split(_build(model_config, vocab_size, seed, tx))[1]
+
+  return jax.jit(create, out_shardings=state_spec.shardings)()

@@ -1,0 +1,87 @@
+"""Pure training and evaluation steps, jitted with explicit shardings.
+
+The model and optimizer are split once into a static graphdef and a state pytree; each step
+merges them inside `jax.jit` and returns the new state (DESIGN.md), so the state can be
+donated and every leaf keeps the sharding it was created with. The loss is the mean token
+cross-entropy over the answer tokens (and EOS) of the whole global batch: the same number
+whatever the mesh, which is what the sharding-equivalence test checks.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+# Batch fields (interfaces.md) the model consumes besides `inputs`.
+MODEL_INPUTS = ("positions", "segment_ids", "digit_index", "significance")
+ARRAY_FIELDS = ("inputs", "targets", "loss_mask") + MODEL_INPUTS
+
+
+def device_batch(batch: dict) -> dict:
+  """The array fields of a data batch (drops host-side counters such as `num_samples`)."""
+  return {k: batch[k] for k in ARRAY_FIELDS if k in batch}
+
+
+def loss_sums(model, batch: dict, *, rng: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+  """(sum of answer-token cross-entropies, number of answer tokens) over the batch.
+
+  With `rng` the model runs in training mode (its positional randomisation and dropout draw
+  from it); without, deterministically.
+  """
+  kwargs = {k: batch[k] for k in MODEL_INPUTS if k in batch}
+  logits = model(batch["inputs"], deterministic=rng is None, rng=rng, **kwargs)
+  nll = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32),
+                                                        batch["targets"])
+  mask = batch["loss_mask"].astype(jnp.float32)
+  return jnp.sum(nll * mask), jnp.sum(mask)
+
+
+def _mean_loss(model, batch, rng):
+  total, count = loss_sums(model, batch, rng=rng)
+  return total / jnp.maximum(count, 1.0), count
+
+
+def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
+                    schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None):
+  """`train_step(state, batch) -> (state, metrics)`, the state donated.
+
+  `rng_seed`: for models whose training pass is random (StateSpec.needs_rng); step s draws
+  from `fold_in(key(rng_seed), s)`, so a resumed run repeats the same draws.
+  metrics: loss, grad_norm (before clipping), learning_rate (used by this step), tokens
+  (non-padding tokens), answer_tokens.
+  """
+
+  def train_step(state, batch):
+    model, optimizer = nnx.merge(graphdef, state)
+    step = optimizer.step[...]
+    lr = schedule(step)
+    rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
+    grad_fn = nnx.value_and_grad(_mean_loss, has_aux=True)
+    (loss, answer_tokens), grads = grad_fn(model, batch, rng)
+    optimizer.update(model, grads)
+    metrics = {
+        "loss": loss,
+        "grad_norm": optax.global_norm(grads),
+        "learning_rate": lr,
+        "tokens": jnp.sum(batch["segment_ids"] > 0) if "segment_ids" in batch
+                  else jnp.asarray(batch["inputs"].size),
+        "answer_tokens": answer_tokens,
+    }
+    return nnx.state((model, optimizer)), metrics
+
+  return jax.jit(train_step, in_shardings=(state_shardings, batch_sharding),
+                 out_shardings=(state_shardings, replicated), donate_argnums=0)
+
+
+def make_eval_step(graphdef, state_shardings, batch_sharding, replicated):
+  """`eval_step(state, batch) -> (loss_sum, answer_token_count)`, deterministic."""
+
+  def eval_step(state, batch):
+    model, _ = nnx.merge(graphdef, state)
+    return loss_sums(model, batch)
+
+  return jax.jit(eval_step, in_shardings=(state_shardings, batch_sharding),
+                 out_shardings=replicated)

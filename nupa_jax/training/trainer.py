@@ -1,0 +1,259 @@
+"""`train_and_evaluate(config, workdir)`: the main job, from a config to an evaluated model.
+
+Setup checks everything a config decides (mesh, data, model, optimizer, evaluation tasks)
+before any long work and reports a `ConfigError` naming the fix. Then the loop: global
+batches from the data pipeline, a jitted pure train step over the mesh, a log record every
+`train.log_every` steps, evaluation (validation loss + generation on the frozen test set)
+every `eval.every` steps and at the end, an async checkpoint every `checkpoint.every` steps
+and at every evaluation.
+
+Restarts: a workdir with a checkpoint resumes from its latest step — model, optimizer, step
+and the data position, so the resumed run computes exactly the losses the uninterrupted run
+would have (bit for bit on CPU; on GPU set `XLA_FLAGS=--xla_gpu_deterministic_ops=true`, at
+some cost in speed, for the same guarantee). Losses are synced to the host only at log,
+evaluation and checkpoint steps (every step's loss is checked there, before any save), so a
+NaN or inf stops the run with the last good checkpoint intact.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import time
+
+import jax
+import numpy as np
+from flax import nnx
+
+from nupa_jax import checkpoint as checkpoint_lib
+from nupa_jax import data as data_lib
+from nupa_jax import sharding as sharding_lib
+from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.training import optimizer as optimizer_lib
+from nupa_jax.training import state as state_lib
+from nupa_jax.training import step as step_lib
+from nupa_jax.training import writers
+
+CONFIG_FILE = "config.json"
+
+
+class ConfigError(ValueError):
+  """A config that cannot run; the message says what to change."""
+
+
+class DivergedError(RuntimeError):
+  """The loss became NaN or infinite."""
+
+
+class _Run:
+  """Everything a config fixes for a run, built and checked before training starts."""
+
+  def __init__(self, config, workdir: pathlib.Path):
+    self.config = config
+    self.workdir = workdir
+    try:
+      self.mesh = sharding_lib.make_mesh(config.mesh.shape)
+      self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
+      self.replicated = sharding_lib.replicated(self.mesh)
+      self.pipeline = data_lib.Pipeline(config)
+      self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
+      self.encoder = self.pipeline.encoder
+      self.schedule = optimizer_lib.schedule(config.train)
+      self.tx = optimizer_lib.make(config.train)
+      self.spec = state_lib.spec(config.model, self.encoder.vocab_size, self.mesh,
+                                 config.mesh.rules, seed=config.seed, tx=self.tx)
+      self.evaluator = evaluator_lib.Evaluator(config, self.encoder, self.mesh,
+                                               self.spec.feature_names)
+      for name in ("steps", "log_every"):
+        if int(config.train[name]) < 1:
+          raise ValueError(f"config.train.{name} must be >= 1")
+      if int(config.checkpoint.every) < 1 or int(config.eval.every) < 0:
+        raise ValueError("config.checkpoint.every must be >= 1 and config.eval.every >= 0 "
+                         "(0 = only at the end)")
+    except ValueError as e:
+      raise ConfigError(str(e)) from e
+
+  def init_state(self):
+    """Fresh state, with the model taken from `config.init_from` if set."""
+    c = self.config
+    state = state_lib.initialise(self.spec, c.model, self.encoder.vocab_size, seed=c.seed,
+                                 tx=self.tx)
+    if c.init_from:
+      params = _load_params(c.init_from, state_lib.spec(
+          c.model, self.encoder.vocab_size, self.mesh, c.mesh.rules, seed=c.seed))
+      pure = nnx.to_pure_dict(state)
+      pure[0] = nnx.to_pure_dict(params)
+      nnx.replace_by_pure_dict(state, pure)
+    return state
+
+
+def _load_params(init_from: str, model_spec: state_lib.StateSpec):
+  """Model parameters from `DIR[:best|latest|STEP]` (another run's workdir; default latest)."""
+  path, _, which = init_from.partition(":")
+  source = checkpoint_lib.Checkpointer(path, read_only=True)
+  try:
+    step = source.resolve(which or "latest")
+  except ValueError as e:
+    raise ConfigError(f"config.init_from={init_from!r}: {e}") from e
+  return source.restore_params(step, model_spec.abstract, model_spec.shardings)
+
+
+def _write_config(config, workdir: pathlib.Path) -> None:
+  tmp = workdir / (CONFIG_FILE + ".tmp")
+  tmp.write_text(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+  tmp.replace(workdir / CONFIG_FILE)
+
+
+class _Window:
+  """Host copies of the step metrics since the last log record, and the time they took."""
+
+  def __init__(self):
+    self.pending = []  # (step, device metrics) not yet on the host
+    self.metrics = []  # host metric dicts of the steps since the last record
+    self.samples = 0
+    self.start = time.perf_counter()
+    self.paused = 0.0  # evaluation / checkpoint time, not counted as training time
+
+  def fetch(self) -> None:
+    """Brings pending metrics to the host; raises DivergedError on a non-finite loss."""
+    for step, values in zip([s for s, _ in self.pending],
+                            jax.device_get([m for _, m in self.pending])):
+      loss = float(values["loss"])
+      if not math.isfinite(loss):
+        raise DivergedError(f"the loss became {loss} at step {step}")
+      self.metrics.append(values)
+    self.pending = []
+
+  def record(self, step: int, samples_seen: int) -> tuple[dict, float]:
+    """The log record of the window (means over its steps) and its steps per second."""
+    elapsed = max(time.perf_counter() - self.start - self.paused, 1e-9)
+    mean = lambda key: float(np.mean([float(m[key]) for m in self.metrics]))
+    tokens = sum(float(m["tokens"]) for m in self.metrics)
+    record = {"step": step, "samples_seen": samples_seen, "loss": mean("loss"),
+              "learning_rate": float(self.metrics[-1]["learning_rate"]),
+              "grad_norm": mean("grad_norm"), "tokens_per_s": tokens / elapsed,
+              "samples_per_s": self.samples / elapsed}
+    steps_per_s = len(self.metrics) / elapsed
+    self.metrics, self.samples = [], 0
+    self.start, self.paused = time.perf_counter(), 0.0
+    return record, steps_per_s
+
+
+def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
+  """Trains (or resumes) the run of `config` in `workdir`; returns the final evaluation."""
+  workdir = pathlib.Path(workdir)
+  main = jax.process_index() == 0
+  run = _Run(config, workdir)
+  if main:
+    workdir.mkdir(parents=True, exist_ok=True)
+    _write_config(config, workdir)
+  writer = writers.MetricWriter(workdir, enabled=main)
+  progress = writers.Progress(int(config.train.steps), enabled=main)
+  ckpt = checkpoint_lib.Checkpointer(workdir, keep=int(config.checkpoint.keep),
+                                     keep_best=bool(config.checkpoint.keep_best),
+                                     async_save=bool(config.checkpoint.async_save))
+  try:
+    with jax.set_mesh(run.mesh):
+      return _train(run, ckpt, writer, progress)
+  except DivergedError as e:
+    ckpt.wait()
+    last = ckpt.latest_step()
+    raise DivergedError(
+        f"{e}; stopped without saving it. The last good checkpoint "
+        f"({'none' if last is None else f'step {last}'}) in {ckpt.directory} is intact: lower "
+        f"config.train.learning_rate (now {config.train.learning_rate}) or raise "
+        f"config.train.warmup_steps, then rerun to resume from it") from None
+  finally:
+    ckpt.close()
+    writer.close()
+
+
+def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricWriter,
+           progress: writers.Progress) -> dict:
+  c = run.config
+  total, log_every = int(c.train.steps), int(c.train.log_every)
+  eval_every, ckpt_every = int(c.eval.every), int(c.checkpoint.every)
+  latest = ckpt.latest_step()
+  if latest is None:
+    state, step, samples_seen, position = run.init_state(), 0, 0, 0
+  else:
+    state, meta = ckpt.restore(latest, run.spec.abstract, run.spec.shardings)
+    step, samples_seen, position = latest, int(meta["samples_seen"]), int(meta["data"])
+    writer.truncate_after(step)
+    writer.event("resume", step=step)
+    progress.print(f"resuming from the checkpoint of step {step} in {ckpt.directory}")
+  params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(nnx.state(
+      nnx.merge(run.spec.graphdef, run.spec.abstract)[0], nnx.Param)))
+  progress.print(f"model: {params:,} parameters; mesh {dict(run.mesh.shape)}; data "
+                 f"{dict(data_lib.describe(run.pipeline))}")
+
+  train_step = step_lib.make_train_step(
+      run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
+      rng_seed=c.seed if run.spec.needs_rng else None)
+  eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
+                                      run.batch_sharding, run.replicated)
+  with run.pipeline.val_iterator(int(c.eval.validation_batches), run.batch_sharding) as it:
+    validation = [step_lib.device_batch(b) for b in it]
+  results = None
+  window = _Window()
+  with run.pipeline.train_iterator(run.batch_sharding, start_step=position) as batches:
+    while step < total:
+      batch = next(batches)
+      state, metrics = train_step(state, step_lib.device_batch(batch))
+      step += 1
+      samples_seen += int(batch["num_samples"])
+      window.samples += int(batch["num_samples"])
+      window.pending.append((step, metrics))
+      eval_now = step == total or (eval_every > 0 and step % eval_every == 0)
+      log_now = step % log_every == 0 or step == total
+      ckpt_now = eval_now or step % ckpt_every == 0
+      if log_now or ckpt_now:
+        window.fetch()
+      if log_now:
+        record, steps_per_s = window.record(step, samples_seen)
+        writer.write(record)
+        progress.log(record, steps_per_s)
+      paused = time.perf_counter()
+      val_loss = None
+      if eval_now:
+        val_loss, results = _evaluate(run, state, eval_step, validation, step, samples_seen,
+                                      writer, progress)
+      if ckpt_now:
+        ckpt.save(step, state, {"data": batches.state(), "samples_seen": samples_seen},
+                  val_loss=val_loss)
+      window.paused += time.perf_counter() - paused
+  ckpt.wait()
+  if results is None:  # the run had already finished: show its final evaluation again
+    results = _final_results(run, state, eval_step, validation, total, samples_seen, writer,
+                             progress)
+  return results
+
+
+def _final_results(run, state, eval_step, validation, step, samples_seen, writer, progress):
+  path = run.workdir / evaluator_lib.EVAL_DIR / f"step_{step}.json"
+  if path.exists():
+    results = {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+    progress.print(f"already trained to step {step}; evaluation from {path}:\n"
+                   + evaluator_lib.format_table(results))
+    return results
+  return _evaluate(run, state, eval_step, validation, step, samples_seen, writer, progress)[1]
+
+
+def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: int,
+              writer: writers.MetricWriter, progress: writers.Progress) -> tuple[float, dict]:
+  """Validation loss and the frozen-test-set evaluation; written and printed by process 0."""
+  start = time.perf_counter()
+  sums = [eval_step(state, batch) for batch in validation]
+  total, count = (float(sum(float(s[i]) for s in sums)) for i in (0, 1))
+  val_loss = total / max(count, 1.0)
+  results = run.evaluator.evaluate(run.spec.graphdef, state)
+  if jax.process_index() == 0:
+    meta = {"samples_seen": samples_seen, "val_loss": val_loss,
+            "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy)}
+    path = evaluator_lib.write_results(run.workdir, step, results, meta)
+    writer.scalars("eval", step, {"val_loss": val_loss, **evaluator_lib.bucket_scalars(results)})
+    writer.event("eval", step=step, val_loss=val_loss, file=str(path.relative_to(run.workdir)))
+    progress.print(f"evaluation at step {step} ({time.perf_counter() - start:.1f} s): "
+                   f"validation loss {val_loss:.4f}; exact match / digit match / dlength by "
+                   f"bucket:\n{evaluator_lib.format_table(results)}")
+  return val_loss, results

@@ -1,0 +1,116 @@
+"""What a run writes as it goes: `train_metrics.jsonl`, TensorBoard events, a console line.
+
+Only process 0 writes (the others get a writer whose methods do nothing), so a pod run
+leaves one log. The JSONL file holds one JSON object per logged step, flushed line by line
+so that a killed run loses at most the line being written; events (`{"event": "resume",
+"step": N}`) are lines of their own. On resume the lines the killed run logged *after* the
+restored checkpoint are dropped (its steps are recomputed, bit for bit, by the resumed run),
+so every step appears once and the file reads as one uninterrupted run plus resume events.
+TensorBoard files use tensorboardX (no TensorFlow); clu's writers would import TensorFlow.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+import time
+
+METRICS_FILE = "train_metrics.jsonl"
+
+
+class MetricWriter:
+  """JSONL + TensorBoard scalars for one workdir."""
+
+  def __init__(self, workdir: str | pathlib.Path, *, enabled: bool = True):
+    self.enabled = enabled
+    self.path = pathlib.Path(workdir) / METRICS_FILE
+    self._file = None
+    self._tb = None
+    if enabled:
+      self.path.parent.mkdir(parents=True, exist_ok=True)
+      self._file = self.path.open("a", buffering=1)  # line-buffered
+
+  def _tensorboard(self):
+    if self._tb is None:
+      from tensorboardX import SummaryWriter  # imported lazily: ~1 s, not needed by tests
+      self._tb = SummaryWriter(str(self.path.parent / "tensorboard"))
+    return self._tb
+
+  def truncate_after(self, step: int) -> None:
+    """Drops records (steps and events) beyond `step`, and a torn last line, left by a
+    killed run."""
+    if not self.enabled:
+      return
+    self._file.close()
+    kept = []
+    for line in self.path.read_text().splitlines():
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        continue
+      if record.get("step", 0) <= step:
+        kept.append(line)
+    self.path.write_text("".join(line + "\n" for line in kept))
+    self._file = self.path.open("a", buffering=1)
+
+  def write(self, record: dict) -> None:
+    """One logged step: a JSONL line and a TensorBoard scalar per numeric field."""
+    if not self.enabled:
+      return
+    self._file.write(json.dumps(record) + "\n")
+    tb = self._tensorboard()
+    for key, value in record.items():
+      if key != "step" and isinstance(value, (int, float)) and math.isfinite(value):
+        tb.add_scalar(f"train/{key}", value, record["step"])
+
+  def event(self, name: str, **fields) -> None:
+    if self.enabled:
+      self._file.write(json.dumps({"event": name, **fields}) + "\n")
+
+  def scalars(self, prefix: str, step: int, values: dict[str, float]) -> None:
+    """Extra TensorBoard scalars (validation loss, eval buckets)."""
+    if not self.enabled:
+      return
+    tb = self._tensorboard()
+    for key, value in values.items():
+      if value is not None and math.isfinite(value):
+        tb.add_scalar(f"{prefix}/{key}", value, step)
+
+  def close(self) -> None:
+    if self._file is not None:
+      self._file.close()
+    if self._tb is not None:
+      self._tb.close()
+
+
+def _duration(seconds: float) -> str:
+  seconds = int(max(seconds, 0))
+  h, rest = divmod(seconds, 3600)
+  m, s = divmod(rest, 60)
+  return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Progress:
+  """A console line per logged step with throughput and ETA (process 0 only)."""
+
+  def __init__(self, total_steps: int, *, enabled: bool = True, stream=None):
+    self.total = total_steps
+    self.enabled = enabled
+    self.stream = stream or sys.stdout
+    self.start = time.time()
+
+  def print(self, message: str) -> None:
+    if self.enabled:
+      print(message, file=self.stream, flush=True)
+
+  def log(self, record: dict, steps_per_s: float) -> None:
+    step = record["step"]
+    eta = (self.total - step) / steps_per_s if steps_per_s > 0 else float("nan")
+    width = len(str(self.total))
+    self.print(
+        f"step {step:>{width}}/{self.total}  loss {record['loss']:.4f}  "
+        f"lr {record['learning_rate']:.2e}  |g| {record['grad_norm']:.3f}  "
+        f"{record['samples_per_s']:,.0f} samples/s  {record['tokens_per_s']:,.0f} tok/s  "
+        f"seen {record['samples_seen']:,}  elapsed {_duration(time.time() - self.start)}  "
+        f"eta {_duration(eta) if math.isfinite(eta) else '?'}")

@@ -1,0 +1,89 @@
+"""Packing: rows hold whole samples, and every field agrees with the unpacked encoding."""
+import numpy as np
+import pytest
+
+import data_testing
+from nupa_jax import tasks
+from nupa_jax.data import packing
+from nupa_jax.data import source as source_lib
+from nupa_jax.text import Encoder
+
+ENCODER = Encoder(format={"reverse": "int", "index_hints": True})
+
+
+def example(task: str, length: int, rng) -> source_lib.Example:
+  spec = tasks.get(task)
+  a, b = spec.sample(rng, length)
+  answer = spec.solve(a, b)
+  tokens, mask = ENCODER.encode(task, a, b, answer, rng)
+  positions = ENCODER.positions(task, tokens)
+  sample = source_lib.Sample(task, length, a, b, answer, 0)
+  return source_lib.Example(sample, tokens, mask, positions["digit_index"],
+                            positions["significance"])
+
+
+def synthetic(n_tokens: int) -> source_lib.Example:
+  """An example whose only meaningful property is its length."""
+  tokens = np.arange(n_tokens, dtype=np.int32) + 10
+  zeros = np.zeros(n_tokens, np.int32)
+  return source_lib.Example(source_lib.Sample("add_int", 1, "1", "1", "2", 0), tokens,
+                            np.ones(n_tokens, bool), zeros, zeros)
+
+
+def test_segments_reproduce_each_sample_encoding():
+  rng = np.random.default_rng(0)
+  rows = [[example(t, n, rng) for t, n in row] for row in (
+      [("add_int", 3), ("add_float", 5), ("multiply_hard_int", 2)],
+      [("max_frac", 4)],
+      [],
+      [("get_digit_int", 6), ("sig_float", 3)])]
+  seq_len = 128
+  batch = packing.pack(rows, seq_len, ENCODER.pad_id)
+  assert all(batch[name].shape == (4, seq_len) for name in packing.FIELDS)
+  for r, row in enumerate(rows):
+    segments = data_testing.segments(batch, r)
+    assert len(segments) == len(row)
+    for segment_id, (segment, ex) in enumerate(zip(segments, row), start=1):
+      n = len(ex.tokens)
+      assert (segment["segment_ids"] == segment_id).all()
+      # The whole sample, in one segment: inputs then the last target rebuild the tokens.
+      assert np.concatenate([segment["inputs"], segment["targets"][-1:]]).tolist() == \
+          ex.tokens.tolist()
+      assert (segment["targets"][:-1] == segment["inputs"][1:]).all()  # shifted by one
+      assert segment["positions"].tolist() == list(range(n - 1))
+      # Loss only on the targets that are answer tokens or EOS, read from the decoded text.
+      answer_start = ex.tokens.tolist().index(ENCODER.eq_id) + 1
+      assert segment["loss_mask"].tolist() == [i + 1 >= answer_start for i in range(n - 1)]
+      assert ENCODER.decode_answer(ex.sample.task, segment["targets"][segment["loss_mask"]]) \
+          == ex.sample.answer
+      positions = ENCODER.positions(ex.sample.task, ex.tokens)
+      assert (segment["digit_index"] == positions["digit_index"][:-1]).all()
+      assert (segment["significance"] == positions["significance"][:-1]).all()
+    used = sum(len(ex.tokens) - 1 for ex in row)
+    assert (batch["inputs"][r, used:] == ENCODER.pad_id).all()
+    assert not batch["loss_mask"][r, used:].any()
+
+
+def test_a_row_that_does_not_fit_is_refused():
+  with pytest.raises(ValueError, match="fill_row first"):
+    packing.pack([[synthetic(6), synthetic(6)]], 9, 0)
+
+
+def test_fill_row_replaces_exactly_the_samples_that_do_not_fit():
+  calls = []
+
+  def replace(slot, attempt):
+    calls.append((slot, attempt))
+    return synthetic(3 if attempt == 2 else 9)  # the second attempt fits (2 positions)
+
+  row = [synthetic(5), synthetic(7), synthetic(8), synthetic(2)]  # 4 + 6 + 7 + 1 positions
+  out, replaced = packing.fill_row(row, 13, replace)
+  # 4 + 6 fit; 7 does not (3 left): attempts 1 (8 positions) and 2 (2) -> fits; the last
+  # sample (1 position) fits the 1 left.
+  assert calls == [(2, 1), (2, 2)] and replaced == 2
+  assert [e.slots for e in out] == [4, 6, 2, 1]
+
+
+def test_fill_row_gives_up_with_the_fix():
+  with pytest.raises(ValueError, match="raise config.data.seq_len"):
+    packing.fill_row([synthetic(20)], 10, lambda slot, attempt: synthetic(30))

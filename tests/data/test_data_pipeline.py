@@ -1,0 +1,176 @@
+"""The pipeline end to end (numpy rows): determinism, process counts, resume, mixture, padding."""
+import collections
+import itertools
+
+import numpy as np
+import pytest
+
+import data_testing
+from nupa_jax import data
+from nupa_jax import tasks
+
+
+def take(iterator, n):
+  return list(itertools.islice(iterator, n))
+
+
+def assert_same(batches_a, batches_b):
+  assert len(batches_a) == len(batches_b)
+  for a, b in zip(batches_a, batches_b):
+    assert a.keys() == b.keys()
+    for name in a:
+      np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+  return data.Pipeline(data_testing.config())
+
+
+def test_same_seed_same_batches_other_seed_differs(pipeline):
+  first = take(pipeline.train_iterator(process_count=1, process_index=0), 3)
+  again = take(data.Pipeline(data_testing.config()).train_iterator(
+      process_count=1, process_index=0), 3)
+  assert_same(first, again)
+  other = take(data.Pipeline(data_testing.config(seed=1)).train_iterator(
+      process_count=1, process_index=0), 1)
+  assert not np.array_equal(first[0]["inputs"], other[0]["inputs"])
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_process_count_does_not_change_the_global_batch(pipeline, count):
+  whole = take(pipeline.train_iterator(process_count=1, process_index=0, start_step=5), 2)
+  parts = [take(pipeline.train_iterator(process_count=count, process_index=p, start_step=5), 2)
+           for p in range(count)]
+  for step, batch in enumerate(whole):
+    joined = {name: np.concatenate([part[step][name] for part in parts])
+              for name in batch if name != "num_samples"}
+    assert_same([joined], [{k: v for k, v in batch.items() if k != "num_samples"}])
+    assert sum(part[step]["num_samples"] for part in parts) == batch["num_samples"] == 32
+
+
+def test_state_restores_an_identical_continuation(pipeline):
+  run = pipeline.train_iterator(process_count=1, process_index=0)
+  take(run, 2)
+  state = run.state()
+  assert state == 2
+  continued = take(run, 3)
+  # A new pipeline (a restarted job), restored with two processes instead of one.
+  restored = data.Pipeline(data_testing.config())
+  parts = [take(restored.train_iterator(start_step=state, process_count=2, process_index=p), 3)
+           for p in range(2)]
+  for step, batch in enumerate(continued):
+    for name in ("inputs", "targets", "loss_mask", "segment_ids"):
+      joined = np.concatenate([part[step][name] for part in parts])
+      np.testing.assert_array_equal(batch[name], joined)
+
+
+def test_state_through_an_orbax_checkpoint(pipeline, tmp_path):
+  ocp = pytest.importorskip("orbax.checkpoint")
+  run = pipeline.train_iterator(process_count=1, process_index=0)
+  take(run, 3)
+  manager = ocp.CheckpointManager(tmp_path / "ckpt", options=ocp.CheckpointManagerOptions(
+      max_to_keep=2, enable_async_checkpointing=False))
+  params = {"w": np.arange(6, dtype=np.float32)}
+  manager.save(3, args=ocp.args.Composite(params=ocp.args.StandardSave(params),
+                                          data=ocp.args.JsonSave({"next_batch": run.state()})))
+  manager.wait_until_finished()
+  expected = take(run, 2)
+  restored = ocp.CheckpointManager(tmp_path / "ckpt").restore(
+      3, args=ocp.args.Composite(params=ocp.args.StandardRestore(params),
+                                 data=ocp.args.JsonRestore()))
+  np.testing.assert_array_equal(restored["params"]["w"], params["w"])
+  resumed = pipeline.train_iterator(start_step=restored["data"]["next_batch"], process_count=1,
+                                    process_index=0)
+  assert_same(take(resumed, 2), expected)
+
+
+def test_segments_are_whole_correct_questions(pipeline):
+  """Every segment reads back as `a <add> b = a + b`, checked with Python ints."""
+  batch = next(pipeline.train_iterator(process_count=1, process_index=0))
+  count = 0
+  for row in range(pipeline.rows):
+    for segment in data_testing.segments(batch, row):
+      a, b, answer = data_testing.addition(pipeline.encoder, segment)
+      assert a + b == answer
+      count += 1
+  assert count == batch["num_samples"] == 32
+
+
+def test_emitted_samples_are_the_unpacked_stream(pipeline):
+  """Row r of batch s packs samples s B + r k ... of the stream, in order."""
+  step, seen = 4, []
+  batch = next(pipeline.train_iterator(start_step=step, process_count=1, process_index=0))
+  for row in range(pipeline.rows):
+    seen += [data_testing.addition(pipeline.encoder, seg)
+             for seg in data_testing.segments(batch, row)]
+  questions = pipeline.samples("train", step * 32, 32)
+  assert seen == [(int(q.a), int(q.b), int(q.answer)) for q in questions]
+
+
+def test_padding_fraction_is_reported_and_padded_rows_pay_more():
+  stats = {}
+  for packing in ("packed", "padded"):
+    p = data.Pipeline(data_testing.config(packing=packing, seq_len=0))
+    run = p.train_iterator(process_count=1, process_index=0)
+    batches = take(run, 2)
+    ids = np.concatenate([b["segment_ids"] for b in batches])
+    stats[packing] = run.stats()
+    assert stats[packing]["padding_fraction"] == pytest.approx(1 - (ids > 0).mean())
+    assert stats[packing]["samples"] == 64
+    assert abs(p.expected_padding - stats[packing]["padding_fraction"]) < 0.1
+  assert stats["packed"]["padding_fraction"] < stats["padded"]["padding_fraction"]
+  print("padding fraction, add_int 1-8: packed %.3f (k=8), padded %.3f" % (
+      stats["packed"]["padding_fraction"], stats["padded"]["padding_fraction"]))
+
+
+def test_mixture_weights_hold_in_the_emitted_stream():
+  c = data_testing.config(tasks={"add_int": 3.0, "max_int": 1.0}, train_digits=(1, 5),
+                          length_weights={1: 1.0, 3: 1.0, 5: 2.0})
+  p = data.Pipeline(c)
+  n = 2000
+  counts = collections.Counter((q.task, q.length) for q in p.samples("train", 7, n))
+  expected = {("add_int", 1): 3 / 16, ("add_int", 3): 3 / 16, ("add_int", 5): 6 / 16,
+              ("max_int", 1): 1 / 16, ("max_int", 3): 1 / 16, ("max_int", 5): 2 / 16}
+  assert set(counts) == set(expected)
+  for cell, share in expected.items():
+    sigma = np.sqrt(n * share * (1 - share))  # binomial; stratification only narrows it
+    assert abs(counts[cell] - n * share) < 4 * sigma, (cell, counts[cell], n * share)
+  for q in p.samples("train", 0, 50):  # the length of a question is the one drawn
+    assert tasks.get(q.task).length(q.a, q.b) == q.length
+
+
+def test_validation_is_fixed_finite_and_apart_from_training(pipeline):
+  val = take(pipeline.val_iterator(3, process_count=1, process_index=0), 10)
+  assert len(val) == 3
+  assert_same(val, take(pipeline.val_iterator(3, process_count=1, process_index=0), 10))
+  train_questions = {(q.a, q.b) for q in pipeline.samples("train", 0, 96)}
+  val_questions = [(q.a, q.b) for q in pipeline.samples("validation", 0, 96)]
+  assert sum(q in train_questions for q in val_questions) < 10  # only 1-2 digit coincidences
+
+
+def test_pool_repeats_the_first_questions_of_the_stream_every_epoch(pipeline):
+  p = data.Pipeline(data_testing.config(pool_size=48))
+  epochs = [[(q.a, q.b) for q in p.samples("train", e * 48, 48)] for e in range(3)]
+  assert epochs[0] != epochs[1] != epochs[2]
+  first = sorted((q.a, q.b) for q in pipeline.samples("train", 0, 48))  # the endless stream
+  assert sorted(epochs[0]) == sorted(epochs[1]) == sorted(epochs[2]) == first
+
+
+def test_grain_workers_give_the_same_batches(pipeline):
+  serial = take(pipeline.train_iterator(start_step=2, process_count=1, process_index=0), 3)
+  with pipeline.train_iterator(start_step=2, process_count=1, process_index=0,
+                               num_workers=2) as parallel:
+    assert_same(take(parallel, 3), serial)
+    assert parallel.state() == 5
+
+
+def test_config_errors_name_the_fix():
+  with pytest.raises(ValueError, match="make it a divisor"):
+    data.Pipeline(data_testing.config(samples_per_row=5))
+  with pytest.raises(ValueError, match="known: packed, padded"):
+    data.Pipeline(data_testing.config(packing="ragged"))
+  with pytest.raises(ValueError, match="raise config.data.seq_len"):
+    data.Pipeline(data_testing.config(seq_len=40))
+  with pytest.raises(ValueError, match="do not split over 3 processes"):
+    data.Pipeline(data_testing.config()).train_iterator(process_count=3, process_index=0)

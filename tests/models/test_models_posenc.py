@@ -1,0 +1,200 @@
+"""Each positional encoding against values worked out by hand."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nupa_jax import models
+from nupa_jax.models import posenc
+from nupa_jax.models.posenc import alibi, rope, sampling
+import model_testing
+
+
+def make_pe(name, heads=4, hidden=8, **options):
+  config = models.resolve({"num_layers": 1, "hidden": hidden, "mlp": 8, "heads": heads,
+                           "kv_heads": heads, "dtype": "float32",
+                           "posenc": {"name": name, **options}}, vocab_size=10)
+  return posenc.build(config, rngs=nnx.Rngs(0))
+
+
+def features(positions, segment_ids=None, **extra):
+  positions = jnp.asarray(positions, jnp.int32)
+  segment_ids = jnp.ones_like(positions) if segment_ids is None else jnp.asarray(segment_ids)
+  return posenc.Features(positions, segment_ids,
+                         **{k: jnp.asarray(v, jnp.int32) for k, v in extra.items()})
+
+
+def test_rope_rotates_pairs_i_and_i_plus_half_by_position_times_frequency():
+  pe = make_pe("rope", heads=2, theta=100.0)          # head_dim 4: frequencies 1 and 100^-0.5
+  cos, sin = pe.rotary(jnp.array([[0, 2]]))
+  x = jnp.broadcast_to(jnp.array([1.0, 2.0, 3.0, 4.0]), (1, 2, 1, 4))
+  out = np.asarray(posenc.apply_rotary(x, cos, sin))[0, :, 0]
+  np.testing.assert_allclose(out[0], [1, 2, 3, 4], atol=1e-6)   # position 0: identity
+  a, b = 2.0, 0.2                                                # angles at position 2
+  expected = [1 * math.cos(a) - 3 * math.sin(a), 2 * math.cos(b) - 4 * math.sin(b),
+              3 * math.cos(a) + 1 * math.sin(a), 4 * math.cos(b) + 2 * math.sin(b)]
+  np.testing.assert_allclose(out[1], expected, rtol=1e-5)
+
+
+def test_rope_scores_depend_only_on_relative_distance():
+  pe = make_pe("rope", heads=1, hidden=16, theta=500000.0)
+  q, k = jax.random.normal(jax.random.key(0), (2, 1, 1, 1, 16))
+
+  def score(m, n):
+    rq = posenc.apply_rotary(q, *pe.rotary(jnp.array([[m]])))
+    rk = posenc.apply_rotary(k, *pe.rotary(jnp.array([[n]])))
+    return float(jnp.sum(rq * rk))
+
+  assert score(7, 3) == pytest.approx(score(107, 103), rel=1e-4)
+  assert score(7, 3) != pytest.approx(score(7, 5), rel=1e-3)
+
+
+def test_llama3_rope_scaling_keeps_fast_slows_slow_and_interpolates_between():
+  scaling = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+             "original_max_position_embeddings": 8192}
+  plain = rope.inverse_frequencies(128, 500000.0)
+  scaled = rope.inverse_frequencies(128, 500000.0, scaling)
+  wavelength = 2 * math.pi / plain.astype(np.float64)
+  fast, slow = wavelength < 8192 / 4, wavelength > 8192 / 1
+  np.testing.assert_allclose(scaled[fast], plain[fast])
+  np.testing.assert_allclose(scaled[slow], plain[slow] / 8, rtol=1e-6)
+  medium = ~fast & ~slow
+  assert medium.any()
+  smooth = (8192 / wavelength[medium] - 1) / (4 - 1)
+  np.testing.assert_allclose(scaled[medium],
+                             (1 - smooth) * plain[medium] / 8 + smooth * plain[medium], rtol=1e-6)
+
+
+def test_alibi_slopes_follow_the_paper_for_power_of_two_and_other_head_counts():
+  np.testing.assert_allclose(alibi.slopes(8), [2.0 ** -i for i in range(1, 9)])
+  np.testing.assert_allclose(alibi.slopes(6), [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3])
+
+
+def test_alibi_bias_is_a_negative_distance_penalty_per_head():
+  pe = make_pe("alibi", heads=4)
+  pos = jnp.array([[0, 1, 2]])
+  bias = np.asarray(pe.attention_bias(pos, pos))
+  assert bias.shape == (1, 4, 3, 3)
+  distance = np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]])
+  for h, slope in enumerate([1 / 4, 1 / 16, 1 / 64, 1 / 256]):
+    np.testing.assert_allclose(bias[0, h], -slope * distance)
+
+
+def test_fire_normalises_log_distance_by_the_query_position_or_threshold():
+  pe = make_pe("fire", heads=2, init_c=0.1, init_threshold=512.0)
+  q, k = jnp.array([[3, 1000]]), jnp.array([[1, 400]])
+  x = np.asarray(pe.normalized_distance(q, k))[0]
+  assert x[0, 0] == pytest.approx(math.log(1 + 0.1 * 2) / math.log(1 + 0.1 * 512), rel=1e-4)
+  assert x[1, 1] == pytest.approx(math.log(1 + 0.1 * 600) / math.log(1 + 0.1 * 1000), rel=1e-4)
+  assert x[0, 1] == 0.0   # a later key (masked anyway) counts as distance 0
+
+
+def test_fire_bias_shape_and_monotone_initialisation():
+  pe = make_pe("fire", heads=4)
+  pos = jnp.array([[0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 0, 1, 2, 3, 4]])   # row 2 is packed
+  bias = np.asarray(jax.jit(pe.attention_bias)(pos, pos))
+  assert bias.shape == (2, 4, 8, 8)
+  for i in range(8):
+    nearest_first = bias[0, :, i, :i + 1][:, ::-1]
+    assert (np.diff(nearest_first, axis=-1) <= 1e-7).all()
+  assert (bias[0, :, 7, 0] < bias[0, :, 7, 7]).all()
+  # The bias depends on positions, not slots: query position 4 vs key position 0.
+  np.testing.assert_allclose(bias[1, :, 7, 3], bias[0, :, 4, 0])
+
+
+def test_abacus_embeds_digit_indices_of_a_packed_row_with_offsets_per_sample():
+  pe = make_pe("abacus", hidden=8, max_digits=16, max_offset=100)
+  # "12+345=357" and "9+9=18" packed in one row, then padding.
+  digit_index = [1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 1, 0, 1, 0, 1, 2, 0, 0]
+  segments = [1] * 10 + [2] * 6 + [0] * 2
+  feats = features(np.arange(18), [segments], digit_index=[digit_index])
+  table = np.asarray(pe.table[...])
+  out = np.asarray(pe.embed(jnp.zeros((1, 18, 8)), feats))[0]
+  np.testing.assert_allclose(out, table[digit_index])
+
+  index = np.asarray(digit_index)
+  seen_offsets = set()
+  for seed in range(4):
+    trained = np.asarray(pe.prepare(feats, rng=jax.random.key(seed),
+                                    deterministic=False).digit_index)[0]
+    assert (trained[index == 0] == 0).all()
+    offsets = []
+    for s in (1, 2):
+      shift = (trained - index)[(index > 0) & (np.asarray(segments) == s)]
+      assert len(set(shift)) == 1 and 0 <= shift[0] <= 100
+      offsets.append(int(shift[0]))
+    seen_offsets.add(tuple(offsets))
+  assert len(seen_offsets) > 1
+  evaluated = pe.prepare(feats, rng=jax.random.key(0), deterministic=True)
+  np.testing.assert_array_equal(evaluated.digit_index[0], index)
+
+
+def test_coupled_embeds_significance_with_one_offset_per_sample():
+  pe = make_pe("coupled", hidden=8, max_significance=20, max_offset=30)
+  significance = [1, 0, 5, 1, 0, 5, 2, 1, 0, 5, 0, 5]
+  segments = [1] * 6 + [2] * 6
+  feats = features(np.arange(12), [segments], significance=[significance])
+  out = np.asarray(pe.embed(jnp.zeros((1, 12, 8)), feats))[0]
+  np.testing.assert_allclose(out, np.asarray(pe.table[...])[significance])
+  trained = np.asarray(pe.prepare(feats, rng=jax.random.key(1),
+                                  deterministic=False).significance)[0]
+  shift = trained - np.asarray(significance)
+  assert len(set(shift[:6])) == 1 and len(set(shift[6:])) == 1
+
+
+def test_random_positions_are_sorted_distinct_subsets_of_the_range_per_segment():
+  segments = jnp.array([[1] * 5 + [2] * 3 + [3] * 4 + [0] * 2])
+  positions = jnp.array([[0, 1, 2, 3, 4, 0, 1, 2, 0, 1, 2, 3, 0, 1]])
+  draws = [np.asarray(sampling.random_positions(jax.random.key(s), positions, segments, 64))[0]
+           for s in range(5)]
+  for drawn in draws:
+    assert drawn.min() >= 0 and drawn.max() < 64
+    for s in (1, 2, 3):
+      seg = drawn[np.asarray(segments[0]) == s]
+      assert (np.diff(seg) > 0).all()
+  assert len({tuple(d) for d in draws}) == 5
+
+
+def test_random_positions_spread_over_the_whole_range():
+  keys = jax.random.split(jax.random.key(0), 400)
+  positions = jnp.array([[0, 1, 2, 3]])
+  drawn = jax.vmap(lambda k: sampling.random_positions(k, positions, jnp.ones_like(positions),
+                                                       1000))(keys)[:, 0]
+  # A uniform sorted 4-subset of [0, 1000) has E[min] ~ 200 and E[max] ~ 800.
+  assert 150 < float(drawn[:, 0].mean()) < 250
+  assert 750 < float(drawn[:, 3].mean()) < 850
+
+
+def test_random_positions_only_at_training_time():
+  pe = make_pe("rope", random_positions=256)
+  feats = features([[0, 1, 2, 3]])
+  assert pe.prepare(feats, rng=None, deterministic=True) is feats
+  trained = pe.prepare(feats, rng=jax.random.key(0), deterministic=False).positions
+  assert (np.diff(np.asarray(trained)[0]) > 0).all() and not np.array_equal(trained, feats.positions)
+
+
+def test_nope_carries_no_position_signal():
+  # One layer, NoPE: the last token attends to the earlier ones as a set, so permuting them
+  # (or spreading their positions) leaves its logits unchanged; with RoPE it does not.
+  tokens = jnp.array([[3, 5, 7, 11, 13, 2]])
+  permuted = jnp.array([[13, 7, 3, 11, 5, 2]])
+  spread = jnp.array([[0, 2, 4, 6, 8, 10]])
+  for name, invariant in (("nope", True), ("rope", False)):
+    model = model_testing.build(model_testing.tiny(name, num_layers=1))
+    state, forward = model_testing.jitted(model)
+    base = forward(state, tokens)[0, -1]
+    for other in (forward(state, permuted)[0, -1],
+                  forward(state, tokens, positions=spread)[0, -1]):
+      assert np.allclose(base, other, atol=1e-5) == invariant, name
+
+
+def test_registry_names_the_known_encodings_and_options():
+  assert posenc.names() == ["abacus", "absolute", "alibi", "coupled", "fire", "nope", "rope"]
+  with pytest.raises(ValueError, match="unknown positional encoding 'rpoe'; known: abacus, "
+                                       "absolute, alibi, coupled, fire, nope, rope"):
+    make_pe("rpoe")
+  with pytest.raises(ValueError, match="no options \\['thetaa'\\].*theta"):
+    make_pe("rope", thetaa=1.0)

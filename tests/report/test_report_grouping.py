@@ -1,0 +1,111 @@
+"""Seeds grouped into one setting, labels from config differences, seed statistics."""
+import math
+import statistics
+
+import pytest
+
+from nupa_jax.report.grouping import group_entries, panel_labels
+from nupa_jax.report.loading import ReportError, load
+from nupa_jax.report.series import band, curve_series, digit_series
+from report_synthetic import make_report_json, make_run, write_json
+
+
+def quiet(_):
+  pass
+
+
+def test_band_on_constructed_numbers():
+  b = band([0.2, 0.9, 0.5])
+  assert (b.median, b.lo, b.hi, b.n) == (0.5, 0.2, 0.9, 3)
+  b = band([0.1, 0.8, 0.4, 0.3])  # even count: mean of the middle two
+  assert (b.median, b.lo, b.hi, b.n) == (0.35, 0.1, 0.8, 4)
+  b = band([None, 7.0, math.nan])  # missing seeds are left out
+  assert (b.median, b.lo, b.hi, b.n) == (7.0, 7.0, 7.0, 1)
+  assert band([]).n == 0 and math.isnan(band([None]).median)
+
+
+def test_labels_are_the_config_difference(tmp_path):
+  for pe in ("rope", "nope", "alibi"):
+    make_run(tmp_path / pe, pe=pe)
+  groups = group_entries(load([tmp_path / p for p in ("rope", "nope", "alibi")], quiet))
+  assert [g.label for g in groups] == ["pe=rope", "pe=nope", "pe=alibi"]
+
+
+def test_one_setting_is_named_by_its_settings(tmp_path):
+  (group,) = group_entries(load([make_run(tmp_path / "r", pe="fire")], quiet))
+  assert group.label == "pe=fire, size=tiny, task=add_int, train_digits=1-8"
+
+
+def test_seeds_share_a_line_and_give_median_min_max(tmp_path):
+  """Three seeds whose exact match is quality x f(d): the line is the median quality's."""
+  qualities = {0: 1.0, 1: 0.5, 2: 0.8}
+  paths = [make_run(tmp_path / f"{pe}{s}", pe=pe, seed=s, quality=q, steps=(100, 200))
+           for pe in ("rope", "alibi") for s, q in qualities.items()]
+  groups = group_entries(load(paths, quiet))
+  assert [(g.label, len(g.entries)) for g in groups] == [("pe=rope", 3), ("pe=alibi", 3)]
+  f = lambda d: 0.9 ** (d / 2)  # the formula make_run uses for its first task
+  for d, b in digit_series(groups[0], "add_int", "exact_match"):
+    assert b.median == pytest.approx(0.8 * f(d)) and b.n == 3
+    assert (b.lo, b.hi) == pytest.approx((0.5 * f(d), 1.0 * f(d)))
+  (s100, seen100, bands100), (s200, _, _) = curve_series(groups[1], "add_int", "digit_match")
+  assert (s100, seen100, s200) == (100, 3200, 200)
+  raw = [(1 + q * 0.5 * f(3)) / 2 for q in qualities.values()]  # step 100 = half quality
+  assert bands100[3].median == pytest.approx(statistics.median(raw))
+  assert (bands100[3].lo, bands100[3].hi) == pytest.approx((min(raw), max(raw)))
+
+
+def test_curves_use_steps_every_seed_has(tmp_path):
+  paths = [make_run(tmp_path / "a", seed=0, steps=(100, 200, 300)),
+           make_run(tmp_path / "b", seed=1, steps=(100, 300))]
+  (group,) = group_entries(load(paths, quiet))
+  assert [step for step, _, _ in curve_series(group, "add_int", "exact_match")] == [100, 300]
+  paths.append(make_run(tmp_path / "c", seed=2, steps=(200, 300)))
+  (group,) = group_entries(load(paths, quiet))
+  assert curve_series(group, "add_int", "exact_match") == []  # one common eval is no curve
+
+
+def test_sweep_args_label_lines_and_panels(tmp_path):
+  """A pe x task sweep: global labels name both; within one task's panel only pe differs."""
+  sweep = tmp_path / "sweep"
+  runs = []
+  for pe in ("rope", "alibi"):
+    for task in ("add_int", "add_float"):
+      name = f"{pe}-{task}"
+      make_run(sweep / name, pe=pe, tasks=(task,))
+      runs.append({"name": name, "workdir": name, "args": {"pe": pe, "task": task, "seed": 0},
+                   "status": "done"})
+  write_json(sweep / "sweep.json", {"runs": runs})
+  groups = group_entries(load([sweep], quiet))
+  assert [g.label for g in groups] == ["pe=rope, task=add_int", "pe=rope, task=add_float",
+                                       "pe=alibi, task=add_int", "pe=alibi, task=add_float"]
+  add_int = [g for g in groups if "add_int" in g.tasks]
+  assert panel_labels(add_int) == ["pe=rope", "pe=alibi"]
+
+
+def test_reports_keep_their_names_next_to_runs(tmp_path):
+  paths = [make_run(tmp_path / "rope", pe="rope"), make_run(tmp_path / "nope", pe="nope"),
+           make_report_json(tmp_path / "gpt.json", "gpt-4o")]
+  groups = group_entries(load(paths, quiet))
+  assert [g.label for g in groups] == ["pe=rope", "pe=nope", "gpt-4o"]
+
+
+def test_user_labels(tmp_path):
+  paths = [make_run(tmp_path / "rope", pe="rope"), make_run(tmp_path / "nope", pe="nope")]
+  groups = group_entries(load(paths, quiet), ["RoPE", "NoPE"])
+  assert [g.label for g in groups] == ["RoPE", "NoPE"]
+  assert panel_labels(groups) == ["RoPE", "NoPE"]
+  with pytest.raises(ReportError, match=r"--labels gives 1 labels for 2 lines.*pe=rope; pe=nope"):
+    group_entries(load(paths, quiet), ["RoPE"])
+
+
+def test_seeds_with_mismatched_tasks(tmp_path):
+  paths = [make_run(tmp_path / "s0", seed=0, tasks=("add_int",)),
+           make_run(tmp_path / "s1", seed=1, tasks=("add_int", "add_float"))]
+  # Same config but for seed needs the same data.tasks: make s1's config claim add_int only.
+  config = (tmp_path / "s0" / "config.json").read_text().replace('"seed": 0', '"seed": 1')
+  (tmp_path / "s1" / "config.json").write_text(config)
+  with pytest.raises(ReportError) as info:
+    group_entries(load(paths, quiet))
+  message = str(info.value)
+  assert str(paths[0]) in message and str(paths[1]) in message
+  assert "differ only in seed but evaluate different tasks" in message
