@@ -8,9 +8,12 @@ cosine decay, batch 256 / 64 / 32 for 0.1B / 0.9B / 3B, one epoch of 1e7 samples
 """
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
 
 from nupa_jax import data
+from nupa_jax import models
 
 # Logical parameter axes (set by nupa_jax.models) -> mesh axes. Batch rows are split over
 # data x fsdp; parameters are sharded over fsdp on their `embed` dimension and over tensor on
@@ -79,6 +82,20 @@ def _typed(value: str, default, key: str):
   return value
 
 
+def model(size: str) -> ml_collections.ConfigDict:
+  """Every field of `models.ModelConfig`, at the values of preset `size`.
+
+  Spelled out rather than `preset=size` so that each is overridable from the command line
+  (`--config.model.hidden=256`) and visible in the run's config.json.
+  """
+  fields = {f.name: f.default for f in dataclasses.fields(models.ModelConfig)
+            if f.default is not dataclasses.MISSING and f.name != "posenc"}
+  m = ml_collections.ConfigDict({**fields, **models.PRESETS[size]})
+  m.head_dim = ml_collections.config_dict.placeholder(int)  # None: hidden // heads
+  m.posenc = {"name": "rope"}
+  return m
+
+
 def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   """Every field the trainer reads, with the paper's defaults for model `size`."""
   if size not in _TRAIN:
@@ -90,9 +107,7 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   # directory; its model parameters start this run (the optimizer and data start fresh).
   c.init_from = ""
 
-  c.model = ml_collections.ConfigDict()
-  c.model.preset = size
-  c.model.posenc = {"name": "rope"}
+  c.model = model(size)
 
   c.text = ml_collections.ConfigDict()
   c.text.tokenizer = {"name": "digits", "k": 1, "align": "right"}
@@ -121,7 +136,7 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
 
   c.eval = ml_collections.ConfigDict()
   c.eval.every = t["eval_every"]  # 0: only at the end
-  c.eval.per_length = t["per_length"]  # frozen test questions per task and digit length
+  c.eval.per_length = t["per_length"]  # test questions per task and length; 0 = val loss only
   c.eval.digits = (1, 20)  # evaluated lengths (intersected with each task's test lengths)
   c.eval.tasks = ()  # () = the training tasks
   c.eval.test_dir = ""  # "" = regenerate the frozen test set in memory from eval.test_seed

@@ -9,6 +9,7 @@ one with the lowest validation loss (saved with metrics at evaluation steps).
 """
 from __future__ import annotations
 
+import logging
 import pathlib
 from typing import Any
 
@@ -25,6 +26,16 @@ def _best_metric(metrics) -> float:
   return metrics[BEST_METRIC]
 
 
+class _QuietUntrackedSaves(logging.Filter):
+  """Periodic saves carry no validation loss by design; orbax warns about each of them."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return "did not provide metrics" not in record.getMessage()
+
+
+logging.getLogger("absl").addFilter(_QuietUntrackedSaves())
+
+
 class Checkpointer:
   """A CheckpointManager over `WORKDIR/checkpoints` keeping latest-k and best."""
 
@@ -36,11 +47,12 @@ class Checkpointer:
           get_metric_fn=_best_metric, reverse=True, n=1,
           keep_checkpoints_without_metrics=False))
     self.directory = pathlib.Path(workdir).resolve() / CHECKPOINT_DIR
+    # read_only: open another run's checkpoints without creating, cleaning or pruning.
     options = ocp.CheckpointManagerOptions(
         best_fn=_best_metric, best_mode="min",
         preservation_policy=checkpoint_managers.AnyPreservationPolicy(policies),
         enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only,
-        create=not read_only, read_only=read_only)
+        create=not read_only)
     self._manager = ocp.CheckpointManager(self.directory, options=options)
 
   def save(self, step: int, state, meta: dict[str, Any],
@@ -94,18 +106,20 @@ class Checkpointer:
     nnx.replace_by_pure_dict(state, restored["state"])
     return state, dict(restored["meta"])
 
-  def restore_params(self, step: int, abstract_params, shardings):
-    """Only the model's entry of a saved (model, optimizer) state: for `config.init_from`."""
-    target = jax.tree.map(
+  def restore_params(self, step: int, abstract_params, shardings) -> tuple[Any, dict[str, Any]]:
+    """(model state, meta) of `step`: only the model's entry of a saved (model, optimizer)
+    state, for evaluation and `config.init_from`."""
+    target = {0: jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-        nnx.to_pure_dict(abstract_params), nnx.to_pure_dict(shardings))
+        nnx.to_pure_dict(abstract_params), nnx.to_pure_dict(shardings))}
     restored = self._manager.restore(step, args=ocp.args.Composite(
         state=ocp.args.PyTreeRestore(
-            {0: target}, restore_args=ocp.checkpoint_utils.construct_restore_args({0: target}),
-            partial_restore=True)))
+            target, restore_args=ocp.checkpoint_utils.construct_restore_args(target),
+            partial_restore=True),
+        meta=ocp.args.JsonRestore()))
     params = jax.tree.map(lambda x: x, abstract_params)
     nnx.replace_by_pure_dict(params, restored["state"][0])
-    return params
+    return params, dict(restored["meta"])
 
   def wait(self) -> None:
     self._manager.wait_until_finished()

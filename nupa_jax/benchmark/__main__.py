@@ -32,6 +32,9 @@ def _score(args: argparse.Namespace) -> None:
   predictions = scoring.read_predictions(args.predictions)
   report = scoring.score_predictions(files.read_test_set(args.test), predictions)
   meta = report["_meta"]
+  if not meta["scored"]:
+    raise ValueError(f"no prediction in {args.predictions} has the id of a question in "
+                     f"{args.test}; ids look like {next(files.read_test_set(args.test)).id!r}")
   meta.update(test=args.test, predictions=args.predictions)
   print(scoring.format_table(report))
   if meta["missing"]:

@@ -6,6 +6,7 @@ records the shard lengths in TFDS' dataset info: file contents depend on (seed, 
 tasks) alone, never on scheduling. Shard i holds the i-th task, so reading the shards in order
 gives the questions in test-set order.
 """
+import contextlib
 import dataclasses
 import multiprocessing
 import os
@@ -60,8 +61,13 @@ def _run(jobs: list[_Job], workers: int, progress: bool) -> dict[int, tuple[int,
   bar = tqdm.tqdm(total=sum(expected.values()), unit="q", unit_scale=True, file=sys.stderr,
                   disable=not progress, desc="building test set")
   done = {}
-  with multiprocessing.Pool(workers) if workers > 1 else _InProcess() as pool:
-    for index, count, num_bytes in pool.imap_unordered(_write_task, jobs):
+  with contextlib.ExitStack() as stack:
+    if workers > 1:
+      pool = stack.enter_context(multiprocessing.Pool(workers))
+      results = pool.imap_unordered(_write_task, jobs)
+    else:  # in process: no fork, easy to debug and profile
+      results = map(_write_task, jobs)
+    for index, count, num_bytes in results:
       done[index] = (count, num_bytes)
       bar.total -= expected[index] - count  # deduplication left fewer than asked
       bar.update(count)
@@ -69,26 +75,13 @@ def _run(jobs: list[_Job], workers: int, progress: bool) -> dict[int, tuple[int,
   return done
 
 
-class _InProcess:
-  """A one-worker stand-in for `multiprocessing.Pool` (no fork; easy to debug and profile)."""
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    return False
-
-  def imap_unordered(self, fn, items):
-    return map(fn, items)
-
-
 def build(out_dir: str | os.PathLike, *, seed: int = 0, per_length: int = 1000,
           task_names: Sequence[str] | None = None, formats: Sequence[str] = FORMATS,
           workers: int | None = None, progress: bool = True) -> dict[str, int]:
   """Writes the test set of `task_names` (all tasks if None) to `out_dir`.
 
-  Returns {task: number of questions}. `formats` is a subset of `FORMATS`; an existing test set
-  of the same formats in `out_dir` is replaced.
+  Returns {task: number of questions}. `formats` is a subset of `FORMATS`. A test set already
+  in `out_dir` is removed first (every format), so that a directory never mixes two builds.
   """
   unknown = sorted(set(formats) - set(FORMATS))
   if unknown or not formats:
@@ -99,10 +92,11 @@ def build(out_dir: str | os.PathLike, *, seed: int = 0, per_length: int = 1000,
   out_dir.mkdir(parents=True, exist_ok=True)
   workers = min(workers or os.cpu_count() or 1, len(names))
 
+  (out_dir / files.JSONL).unlink(missing_ok=True)
+  shutil.rmtree(out_dir / nupa_test.NAME, ignore_errors=True)
   builder = None
   if "tfds" in formats:
     builder = nupa_test.Builder(data_dir=out_dir, seed=seed, per_length=per_length, tasks=names)
-    shutil.rmtree(builder.data_path, ignore_errors=True)
     builder.data_path.mkdir(parents=True)
     template = tfds.core.ShardedFileTemplate(
         data_dir=builder.data_path, dataset_name=nupa_test.NAME, split=nupa_test.SPLIT,

@@ -47,8 +47,8 @@ def question_rng(seed: int, task_name: str, length: int) -> np.random.Generator:
 def questions(task: str, length: int, seed: int = 0, per_length: int = 1000) -> list[Question]:
   """Up to `per_length` distinct questions of `task` at `length` digits.
 
-  Any length the task can sample works (evaluation may go beyond `task.test_digits`); the test
-  set itself uses `test_digits`. Questions are distinct as (a, b) pairs; a cell whose question
+  Any length from 1 to `task.max_digits` works (evaluation may use lengths the test set leaves
+  out for training); the test set itself uses `task.test_digits`. Questions are distinct as (a, b) pairs; a cell whose question
   space is small stops after `MAX_DRAWS_PER_QUESTION * per_length` draws with fewer questions.
   """
   spec = tasks.get(task)

@@ -4,7 +4,7 @@ Global batch s holds samples [s B, (s + 1) B) of the stream; global row r holds 
 consecutive samples starting at s B + r k. A row depends on nothing but (config, s, r), so a
 process builds exactly the rows it holds, and the global batch is the same whatever the number
 of processes (or grain workers) that build it. `Batcher` is what grain maps over batch
-indices; it is plain numpy so that worker processes never import jax.
+indices, in this process or in grain's workers.
 """
 from __future__ import annotations
 
@@ -32,15 +32,18 @@ class Batcher:
   seq_len: int
   rows: range  # the global rows this process holds
 
+  def _start(self, step: int, row: int) -> int:
+    return step * self.stream.batch_size + row * self.samples_per_row
+
   def row_examples(self, step: int, row: int) -> list[source_lib.Example]:
     """The examples of one global row as drawn, before packing replaces any."""
-    start = step * self.stream.batch_size + row * self.samples_per_row
+    start = self._start(step, row)
     return [self.source.example(d) for d in self.stream.draws(start, start + self.samples_per_row)]
 
   def __call__(self, step: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     rows, replaced = [], 0
     for row in self.rows:
-      start = step * self.stream.batch_size + row * self.samples_per_row
+      start = self._start(step, row)
 
       def replace(slot: int, attempt: int, start=start) -> source_lib.Example:
         return self.source.example(self.stream.replacement(start + slot, attempt))

@@ -7,8 +7,8 @@ and nothing across segments. Each segment restarts `positions` at 0 and carries 
 (1, 2, ... within the row; 0 marks padding) for the attention mask; `loss_mask` is the sample's
 answer mask moved onto the targets. Every row has the same number of samples (the batch size
 counts samples exactly, as the paper's does); rows are sized so that they nearly always fit,
-and a sample that does not fit what is left of its row is replaced by a fresh draw
-(`fill_row`), counted as an overflow redraw.
+and in a row that does not, the longest sample is replaced by a fresh draw until it fits
+(`fill_row`), each replacement counted as an overflow redraw.
 """
 from __future__ import annotations
 
@@ -20,32 +20,32 @@ from nupa_jax.data.source import Example
 
 FIELDS = ("inputs", "targets", "loss_mask", "segment_ids", "positions", "digit_index",
           "significance")
-# Draws of one slot before a row is declared impossible to fill.
+# Redraws in one row before it is declared impossible to fill.
 MAX_OVERFLOW_REDRAWS = 100
 
 
 def fill_row(examples: Sequence[Example], seq_len: int,
              replace: Callable[[int, int], Example]) -> tuple[list[Example], int]:
-  """The row's examples with overflowing ones replaced, and the number of replacements.
+  """The row's examples, made to fit `seq_len`, and the number of replacements.
 
-  `replace(slot, attempt)` gives the attempt-th substitute (attempt >= 1) for `slot`; slots are
-  filled in order and each replacement must fit what the earlier slots left.
+  While the row is too long, its longest example (the first of equals) is replaced by
+  `replace(slot, attempt)`, the attempt-th substitute (attempt >= 1) for that slot: replacing
+  the longest shortens the row most, so a row that can fit at all soon does.
   """
-  out, used, replaced = [], 0, 0
-  for slot, example in enumerate(examples):
-    attempt = 0
-    while used + example.slots > seq_len:
-      attempt += 1
-      if attempt > MAX_OVERFLOW_REDRAWS:
-        raise ValueError(
-            f"no sample of the mixture fits the {seq_len - used} positions left in a row after "
-            f"{slot} samples ({MAX_OVERFLOW_REDRAWS} draws); raise config.data.seq_len (0 sizes "
-            f"it automatically) or lower config.data.samples_per_row")
-      example = replace(slot, attempt)
-    replaced += attempt
-    used += example.slots
-    out.append(example)
-  return out, replaced
+  row = list(examples)
+  attempts = [0] * len(row)
+  replaced = 0
+  while sum(e.slots for e in row) > seq_len:
+    replaced += 1
+    if replaced > MAX_OVERFLOW_REDRAWS:
+      raise ValueError(
+          f"{len(row)} samples still take {sum(e.slots for e in row)} > {seq_len} positions "
+          f"after {MAX_OVERFLOW_REDRAWS} redraws; raise config.data.seq_len (0 sizes it "
+          f"automatically) or lower config.data.samples_per_row")
+    slot = max(range(len(row)), key=lambda i: row[i].slots)
+    attempts[slot] += 1
+    row[slot] = replace(slot, attempts[slot])
+  return row, replaced
 
 
 def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int) -> dict[str, np.ndarray]:

@@ -3,8 +3,8 @@
 `Source.example(draw)` is the whole per-sample work of the pipeline: sample the operands of
 the draw's cell with the draw's own generator, redraw (from the same generator, so still
 deterministically) while the question is one of the frozen test set's, solve it, and encode it
-with the text layer. Everything is numpy and plain Python: the object is pickled into grain's
-worker processes, which never import jax.
+with the text layer. A Source is pickled into each of grain's worker processes, test-set
+hashes included, so workers never regenerate the test set.
 """
 from __future__ import annotations
 

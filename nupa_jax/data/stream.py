@@ -34,8 +34,8 @@ from nupa_jax.data import mixture as mixture_lib
 
 TRAIN, VALIDATION = 0, 1  # stream ids: the seed spaces of training and validation never meet
 # Purposes (the third seed word): one per independent random decision.
-_MIX, _OPERANDS, _ENCODE, _POOL, _OVERFLOW = range(5)
-_PURPOSES = 5
+_PURPOSES = range(5)
+_MIX, _OPERANDS, _ENCODE, _POOL, _OVERFLOW = _PURPOSES
 _SHUFFLE_ROUNDS = 4
 
 
@@ -104,11 +104,11 @@ class Stream:
   @functools.cached_property
   def _keys(self) -> list[np.ndarray]:
     return [np.random.SeedSequence([self.seed, self.stream, purpose]).generate_state(2, np.uint64)
-            for purpose in range(_PURPOSES)]
+            for purpose in _PURPOSES]
 
   def rng(self, purpose: int, *ints: int) -> np.random.Generator:
     """The generator of (purpose, ints): Philox at counter (0, *ints), up to three ints, each
-    < 2**64; the low counter word leaves each 2**64 blocks of draws."""
+    < 2**64. Draws advance the lowest counter word, so generators never overlap."""
     counter = [0, *ints] + [0] * (3 - len(ints))
     return np.random.Generator(np.random.Philox(counter=counter, key=self._keys[purpose]))
 

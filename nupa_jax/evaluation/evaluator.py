@@ -164,7 +164,8 @@ class Evaluator:
     self.feature_names = frozenset(feature_names)
     self.next_features = _next_features(encoder, self.feature_names)
     rows = _round_up(int(config.eval.batch_size), sharding_lib.batch_divisor(mesh))
-    self.questions = load_questions(self.tasks, tuple(config.eval.digits), self.per_length,
+    # per_length 0: no generation (validation loss only; quick runs and tests).
+    self.questions = {} if not self.per_length else load_questions(self.tasks, tuple(config.eval.digits), self.per_length,
                                     int(config.data.test_seed), config.eval.test_dir)
     self.batches = make_batches(encoder, self.questions, rows, self.feature_names)
     self._sharding = sharding_lib.batch_sharding(mesh)
@@ -270,3 +271,47 @@ def bucket_scalars(results: dict) -> dict[str, float]:
         if s.get("n") and s.get(m) is not None and math.isfinite(s[m]):
           out[f"{task}/{b}/{m}"] = s[m]
   return out
+
+
+def load_run_config(workdir: str | pathlib.Path):
+  """The ConfigDict a run saved as `config.json`."""
+  import ml_collections  # pylint: disable=g-import-not-at-top
+  path = pathlib.Path(workdir) / "config.json"
+  if not path.exists():
+    raise FileNotFoundError(f"{path} not found: is {workdir} a training workdir?")
+  return ml_collections.ConfigDict(json.loads(path.read_text()))
+
+
+def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
+                        tasks: Sequence[str] | None = None,
+                        per_length: int | None = None) -> tuple[int, dict]:
+  """Evaluates checkpoint `best` / `latest` / STEP of a run; writes eval/step_{N}.json.
+
+  The run's config decides the model, text format and evaluation settings; `tasks` and
+  `per_length` override `config.eval`. The mesh is the run's when it fits these devices,
+  else all devices data-parallel (a checkpoint restores onto any mesh).
+  """
+  from nupa_jax import checkpoint as checkpoint_lib  # pylint: disable=g-import-not-at-top
+  from nupa_jax.data import pipeline  # pylint: disable=g-import-not-at-top
+  from nupa_jax.training import state as state_lib  # pylint: disable=g-import-not-at-top
+
+  config = load_run_config(workdir)
+  try:
+    mesh = sharding_lib.make_mesh(config.mesh.shape)
+  except ValueError:
+    mesh = sharding_lib.make_mesh({"data": -1})
+  encoder = pipeline.encoder_from_config(config)
+  spec = state_lib.spec(config.model, encoder.vocab_size, mesh, config.mesh.rules,
+                        seed=config.seed)
+  ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
+  step = ckpt.resolve(checkpoint)
+  params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
+  ckpt.close()
+  evaluator = Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
+                        per_length=per_length)
+  results = evaluator.evaluate(spec.graphdef, params)
+  if jax.process_index() == 0:
+    write_results(workdir, step, results,
+                  {"samples_seen": meta.get("samples_seen"), "checkpoint": checkpoint,
+                   "per_length": evaluator.per_length, "greedy": bool(config.eval.greedy)})
+  return step, results

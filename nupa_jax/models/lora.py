@@ -34,10 +34,11 @@ class LoRA(nnx.Module):
 
   def __init__(self, base: Dense, rank: int, alpha: float, dropout: float, *, rngs: nnx.Rngs):
     kernel = base.kernel
+    names = tuple(kernel.get_metadata()["out_sharding"])   # with "layers" when stacked
     lead = kernel.ndim - len(base.in_shape) - len(base.out_shape)
-    lead_shape, lead_names = tuple(kernel.shape[:lead]), base.names[:lead]
-    in_names = base.names[lead:lead + len(base.in_shape)]
-    out_names = base.names[lead + len(base.in_shape):]
+    lead_shape, lead_names = tuple(kernel.shape[:lead]), names[:lead]
+    in_names = names[lead:lead + len(base.in_shape)]
+    out_names = names[lead + len(base.in_shape):]
     bound = 1.0 / np.sqrt(np.prod(base.in_shape))  # PEFT's kaiming-uniform(a=sqrt(5)) bound
     uniform = lambda key, shape, dtype: jax.random.uniform(key, shape, dtype, -bound, bound)
     dtype = kernel.dtype

@@ -93,7 +93,7 @@ class Transformer(nnx.Module):
     significance feed the PEs that need them. With deterministic=False the PE's training-time
     randomisation and LoRA dropout are on; they draw from `rng`.
     """
-    if not deterministic and rng is None and self.needs_rng():
+    if not deterministic and rng is None and self.requires_rng():
       raise ValueError("deterministic=False needs rng= (random positions / offsets or LoRA "
                        "dropout draw from it)")
     features = self._features(inputs, positions, segment_ids, digit_index, significance)
@@ -124,7 +124,7 @@ class Transformer(nnx.Module):
                              deterministic=True)
     return self._logits(x[:, -1:] if last_only else x), cache
 
-  def needs_rng(self) -> bool:
+  def requires_rng(self) -> bool:
     """Whether a non-deterministic pass draws random numbers (PE randomisation, dropout)."""
     return any(getattr(m, "needs_rng", False) for _, m in nnx.iter_modules(self))
 

@@ -21,20 +21,34 @@ from nupa_jax.report.loading import BUCKETS
 from nupa_jax.report.series import Band, bucket_band, curve_series, digit_series
 
 FORMATS = ("png", "svg")
+MAX_CURVES = 20  # digit lengths drawn per training-curve panel; the CSV keeps them all
 _PALETTE = [colors.to_hex(c) for c in cm.tab10.colors]
 
 
 def _save(fig: Figure, stem: pathlib.Path) -> list[pathlib.Path]:
+  """PNG and SVG; SVG text stays text (smaller, faster, searchable) rather than glyph paths."""
   paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in FORMATS]
-  for path in paths:
-    fig.savefig(path, dpi=120)
+  with matplotlib.rc_context({"svg.fonttype": "none"}):
+    for path in paths:
+      fig.savefig(path, dpi=120)
   return paths
 
 
-def _panels(n: int, width: float = 4.2, height: float = 3.2) -> tuple[Figure, list[Axes]]:
+def _panels(n: int, title: str | None = None) -> tuple[Figure, list[Axes]]:
+  """A grid of n panels of fixed size in inches (4 per row).
+
+  Margins are fixed in inches instead of computed by constrained layout, which measures every
+  tick label of every panel and takes most of a minute for a 41-task grid.
+  """
   cols = min(n, 4)
   rows = math.ceil(n / cols)
-  fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+  top = 0.9 if title else 0.5
+  width, height = 4.2 * cols, 3.3 * rows + top - 0.3
+  fig = Figure(figsize=(width, height))
+  fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width, bottom=0.6 / height,
+                      top=1 - top / height, wspace=0.32, hspace=0.5)
+  if title:
+    fig.suptitle(title, y=1 - 0.15 / height, va="top")
   axes = list(fig.subplots(rows, cols, squeeze=False).flat)
   for ax in axes[n:]:
     ax.set_visible(False)
@@ -42,25 +56,25 @@ def _panels(n: int, width: float = 4.2, height: float = 3.2) -> tuple[Figure, li
 
 
 def _draw(ax: Axes, x: list[float], bands: list[Band], scale: scales.Scale, color, label: str,
-          seeded: bool) -> None:
+          seeded: bool, marker: str | None = "o") -> None:
   """One median line, and its seeds' min-max band when there are several seeds."""
   ax.plot(x, [scale.transform(b.median) for b in bands], color=color, label=label,
-          marker="o" if len(x) < 30 else None, markersize=3, linewidth=1.3)
+          marker=marker if len(x) < 30 else None, markersize=3, linewidth=1.3)
   if seeded:
     ax.fill_between(x, [scale.transform(b.lo) for b in bands],
                     [scale.transform(b.hi) for b in bands], color=color, alpha=0.2, linewidth=0)
 
 
-def _shade_training(ax: Axes, groups: list[Group], task: str, color: dict[int, str]) -> None:
+def _shade_training(ax: Axes, groups: list[Group], colors_: list[str], task: str) -> None:
   """Grey when all lines share a training range; each line's colour when they differ."""
-  ranges = {id(g): g.train_digits(task) for g in groups}
-  ranges = {k: r for k, r in ranges.items() if r is not None}
-  if len(set(ranges.values())) == 1:
-    lo, hi = next(iter(ranges.values()))
+  ranges = [(g.train_digits(task), c) for g, c in zip(groups, colors_)]
+  ranges = [(r, c) for r, c in ranges if r is not None]
+  if len({r for r, _ in ranges}) == 1:
+    (lo, hi), _ = ranges[0]
     ax.axvspan(lo - 0.5, hi + 0.5, color="0.5", alpha=0.15, linewidth=0, label="trained")
     return
-  for k, (lo, hi) in ranges.items():
-    ax.axvspan(lo - 0.5, hi + 0.5, color=color[k], alpha=0.08, linewidth=0)
+  for (lo, hi), c in ranges:
+    ax.axvspan(lo - 0.5, hi + 0.5, color=c, alpha=0.08, linewidth=0)
 
 
 def _limits(ax: Axes, scale: scales.Scale) -> None:
@@ -75,47 +89,56 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
   """Final-eval metric against digit length: a panel per task, a line per setting."""
   scale = scales.get(metric)
   fig, axes = _panels(len(tasks))
-  color = {id(g): _PALETTE[i % len(_PALETTE)] for i, g in enumerate(groups)}
+  palette = {}  # label -> colour, so a label keeps its colour in every panel
+  shown = []
   for ax, task in zip(axes, tasks):
     present = [g for g in groups if task in g.tasks]
-    _shade_training(ax, present, task, color)
-    for group, label in zip(present, panel_labels(present)):
+    labels = panel_labels(present)
+    line_colors = [palette.setdefault(l, _PALETTE[len(palette) % len(_PALETTE)])
+                   for l in labels]
+    _shade_training(ax, present, line_colors, task)
+    legend = [l if len(g.entries) == 1 else f"{l} ({len(g.entries)} seeds)"
+              for g, l in zip(present, labels)]
+    for group, text, color in zip(present, legend, line_colors):
       series = digit_series(group, task, metric)
-      seeds = len(group.entries)
-      _draw(ax, [d for d, _ in series], [b for _, b in series], scale, color[id(group)],
-            label if seeds == 1 else f"{label} ({seeds} seeds)", seeds > 1)
+      _draw(ax, [d for d, _ in series], [b for _, b in series], scale, color, text,
+            len(group.entries) > 1)
+    shown.append(legend)
     ax.set(title=task, xlabel="digit length", ylabel=scale.axis)
     _limits(ax, scale)
     ax.grid(alpha=0.3)
+  same = all(labels == shown[0] for labels in shown)  # then one legend serves every panel
+  for ax in axes[:1] if same else axes:
     ax.legend(fontsize=7)
   return _save(fig, stem)
 
 
 def plot_curves(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.Path]:
-  """Metric against samples seen (or step), a line per digit length; [] without a history."""
+  """Metric against samples seen (or step), a line per digit length (shortest dark, longest
+  bright; four of them named in the legend); [] without periodic evals."""
   scale = scales.get(metric)
   curves = {t: curve_series(group, t, metric) for t in group.tasks}
-  curves = {t: c for t, c in curves.items() if c}
+  curves = {t: c for t, c in curves.items() if any(bands for _, _, bands in c)}
   if not curves:
     return []
-  digits = sorted({d for c in curves.values() for _, _, bands in c for d in bands})
-  if not digits:  # bucket means only: nothing to draw per length
-    return []
-  fig, axes = _panels(len(curves), width=4.6)
-  norm = colors.Normalize(min(digits), max(max(digits), min(digits) + 1))
+  fig, axes = _panels(len(curves), title=group.label)
   for ax, (task, series) in zip(axes, curves.items()):
     by_samples = all(seen is not None for _, seen, _ in series)
-    for d in sorted({d for _, _, bands in series for d in bands}):
+    lengths = sorted({d for _, _, bands in series for d in bands})
+    stride = math.ceil(len(lengths) / MAX_CURVES)
+    drawn = lengths[::-stride][::-1]  # every stride-th length, the longest included
+    named = {drawn[i * (len(drawn) - 1) // 3] for i in range(4)}  # four lengths in the legend
+    norm = colors.Normalize(drawn[0], max(drawn[-1], drawn[0] + 1))
+    for d in drawn:
       points = [(seen if by_samples else step, bands[d]) for step, seen, bands in series
                 if d in bands]
       _draw(ax, [x for x, _ in points], [b for _, b in points], scale, cm.viridis(norm(d)),
-            str(d), len(group.entries) > 1)
-    ax.set(title=task, xlabel="samples seen" if by_samples else "training step",
-           ylabel=scale.axis)
+            str(d) if d in named else "_", len(group.entries) > 1, marker=None)
+    ax.set(title=task if stride == 1 else f"{task} (every {stride}th length)",
+           xlabel="samples seen" if by_samples else "training step", ylabel=scale.axis)
     _limits(ax, scale)
     ax.grid(alpha=0.3)
-  fig.colorbar(cm.ScalarMappable(norm=norm, cmap="viridis"), ax=axes, label="digit length")
-  fig.suptitle(group.label)
+    ax.legend(title="digits", fontsize=7, title_fontsize=7)
   return _save(fig, stem)
 
 

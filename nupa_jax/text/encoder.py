@@ -91,7 +91,7 @@ class Encoder:
       signature[sep_id] = positions_lib.SEPARATOR
     signature[tokenizer_lib.BOS] = positions_lib.BOS
     signature[tokenizer_lib.EQ] = positions_lib.EQ
-    self._signature = bytes(signature)  # without this task's token
+    self._signature_table = bytes(signature)  # plans add their task token
     self._one_digit = self._tokenizer.max_chunk == 1
     self._plans: dict[str, _Plan] = {}
     self._cached_bytes = 0
@@ -133,7 +133,7 @@ class Encoder:
       task_id = self._vocab.task_id(task.kind)
       operands = tuple(self._slot(r) for r in task.arg_reprs)
       answer = self._slot(task.answer_repr)
-      signature = bytearray(self._signature)
+      signature = bytearray(self._signature_table)
       signature[task_id] = positions_lib.TASK
       first = {positions_lib.TASK: operands[0]} if task.unary else {
           positions_lib.BOS: operands[0], positions_lib.TASK: operands[1]}

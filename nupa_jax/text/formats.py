@@ -15,13 +15,17 @@ the number recoverable, so the answer a model writes can be turned back into pla
   with its operands: binary tasks whose two operands and answer share one representation (add,
   sub, multiply, max, digit_add, ...). Their canonical answers carry no leading zeros and no
   trailing decimal zeros beyond one digit, so stripping the zeros again is exact. Conversions,
-  sig (whose trailing zeros are significant) and short answers are never padded.
+  sig (whose trailing zeros are significant) and the digit / count / length answers of
+  get_digit, count and length are never padded (they are reversed and hinted like any integer).
 - `index_hints` (Zhou et al. 2023): a hint token before every number token. A hint names the
-  place of the token's anchor digit, counted from the part's alignment anchor (integer-like: the
-  power of ten, 0 at the units; decimal: 0 at the first decimal), in one hint alphabet per part
-  kind, so digits of equal significance carry the same hint in operands and answer.
-  `hint_offset` > 0 shifts all hints of a training sample by one offset drawn from [0,
-  hint_offset], so that long numbers at test time meet hints seen in training.
+  place of the token's digit nearest the part's alignment anchor (integer-like parts: its power
+  of ten, 0 at the units; decimal parts: 0 at the first decimal), in one hint alphabet per part
+  kind, so digits of equal significance carry the same hint in operands and answer. Hints stay
+  in front of their token whatever the reversal. Indices wrap around modulo the alphabet size
+  (tokenizer.HINTS_PER_KIND = 128; only the longest parts, such as the mantissas of to_scient on
+  100-digit floats, get there). `hint_offset`
+  > 0 shifts all hints of a training sample by one offset drawn from [0, hint_offset], so that
+  long numbers at test time meet hints seen in training; without an rng hints start at 0.
 
 Short integer arguments (a position, a digit, a number of significant figures) are never
 padded, reversed or hinted; the encoder keeps them out of this module.
@@ -90,7 +94,7 @@ class Format:
       if not isinstance(getattr(fmt, flag), bool):
         raise ValueError(f"format option {flag} must be True or False, got {getattr(fmt, flag)!r}")
     if fmt.pad_answer and not fmt.pad:
-      raise ValueError("pad_answer=True needs pad=True (answers are padded to the operands' widths)")
+      raise ValueError("pad_answer=True needs pad=True (answers pad to the operands' widths)")
     offset = fmt.hint_offset
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < max_hint:
       raise ValueError(f"hint_offset must be an integer in [0, {max_hint - 1}], "
@@ -117,7 +121,7 @@ def pad_widths(operands: Sequence[Sequence[str]]) -> tuple[int, ...]:
 
 
 def pad(parts: Sequence[str], kinds: Sequence[str], widths: Sequence[int]) -> list[str]:
-  """Widens each part with zeros away from its anchor: leading (integer-like), trailing (decimal)."""
+  """Widens parts with zeros away from their anchor: leading (integer-like), trailing (decimal)."""
   return [part.rjust(width, "0") if kind in INT_LIKE else part.ljust(width, "0")
           for part, kind, width in zip(parts, kinds, widths)]
 

@@ -1,8 +1,10 @@
 """Per-token features for positional schemes that need the text's structure.
 
 - `digit_index` (Abacus, McLeish et al. 2024): the 1-based ordinal of a number token within its
-  number, counted in written order over all its parts (a k-digit token counts once); 0 for every
-  other token (specials, separators, hints, task tokens).
+  part of a number (paper A.1.7's unit: an integer part, the decimals, a numerator, ...), in
+  written order; a k-digit token counts once, hints are skipped. 0 for every other token
+  (specials, separators, hints, task tokens). Without hints this is the length of the run of
+  number tokens up to and including the token, which a decoder can follow token by token.
 - `significance` (position coupling, Cho et al. 2024): SIGNIFICANCE_UNITS + p, with p the power of
   ten of the token's anchor digit within its part: for integer-like parts the token's lowest
   digit (the one nearest the units), for decimal parts its highest (nearest the point). Equal
@@ -49,11 +51,10 @@ def from_signature(signature: bytes, numbers_after: Mapping[int, PartOrder]) -> 
     parts = numbers_after.get(signature[lo - 1]) if lo else None
     if parts is None:
       continue
-    ordinal = 0
     for w, part in enumerate(signature[lo:hi].split(b"s")):
       indices = [lo + j for j, c in enumerate(part) if c != HINT]
       lo += len(part) + 1
-      for ordinal, i in enumerate(indices, ordinal + 1):
+      for ordinal, i in enumerate(indices, 1):
         digit_index[i] = ordinal
       if w < len(parts):  # parts beyond the representation's get no significance
         lengths = [signature[i] - ord("0") for i in indices]

@@ -1,4 +1,4 @@
-"""The token vocabulary and the ways of cutting digit strings into number tokens (paper §3.1, A.4.1).
+"""The token vocabulary and the ways of cutting digits into number tokens (paper §3.1, A.4.1).
 
 Tokenizers are a registry keyed by config name; each decides only where a part's digits are
 cut, as chunk lengths in natural (most significant first) order. The encoder applies the cut
@@ -71,6 +71,7 @@ class Vocab:
 
 @functools.cache
 def _aligned(n: int, k: int, from_end: bool) -> tuple[int, ...]:
+  """Lengths of k-digit chunks of n digits; the short chunk goes first when cut from the end."""
   head, rest = divmod(n, k)
   lengths = (k,) * head
   if not rest:

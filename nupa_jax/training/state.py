@@ -43,7 +43,7 @@ def spec(model_config, vocab_size: int, mesh, rules, *, seed: int = 0,
   model = abstract[0] if tx is not None else abstract
   graphdef, state = nnx.split(abstract)
   return StateSpec(graphdef, state, sharding_lib.state_shardings(state, mesh, rules),
-                   model.needs_rng(), frozenset(model.posenc.inputs))
+                   model.requires_rng(), frozenset(model.posenc.inputs))
 
 
 def initialise(state_spec: StateSpec, model_config, vocab_size: int, *, seed: int = 0,

@@ -95,7 +95,7 @@ def _load_params(init_from: str, model_spec: state_lib.StateSpec):
     step = source.resolve(which or "latest")
   except ValueError as e:
     raise ConfigError(f"config.init_from={init_from!r}: {e}") from e
-  return source.restore_params(step, model_spec.abstract, model_spec.shardings)
+  return source.restore_params(step, model_spec.abstract, model_spec.shardings)[0]
 
 
 def _write_config(config, workdir: pathlib.Path) -> None:
@@ -248,12 +248,14 @@ def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: 
   val_loss = total / max(count, 1.0)
   results = run.evaluator.evaluate(run.spec.graphdef, state)
   if jax.process_index() == 0:
-    meta = {"samples_seen": samples_seen, "val_loss": val_loss,
-            "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy)}
-    path = evaluator_lib.write_results(run.workdir, step, results, meta)
     writer.scalars("eval", step, {"val_loss": val_loss, **evaluator_lib.bucket_scalars(results)})
-    writer.event("eval", step=step, val_loss=val_loss, file=str(path.relative_to(run.workdir)))
-    progress.print(f"evaluation at step {step} ({time.perf_counter() - start:.1f} s): "
-                   f"validation loss {val_loss:.4f}; exact match / digit match / dlength by "
-                   f"bucket:\n{evaluator_lib.format_table(results)}")
+    message = f"evaluation at step {step}: validation loss {val_loss:.4f}"
+    if results:
+      meta = {"samples_seen": samples_seen, "val_loss": val_loss,
+              "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy)}
+      path = evaluator_lib.write_results(run.workdir, step, results, meta)
+      message += (f" ({time.perf_counter() - start:.1f} s); exact match / digit match / "
+                  f"dlength by bucket, from {path}:\n{evaluator_lib.format_table(results)}")
+    writer.event("eval", step=step, val_loss=val_loss)
+    progress.print(message)
   return val_loss, results

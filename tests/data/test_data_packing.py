@@ -69,19 +69,26 @@ def test_a_row_that_does_not_fit_is_refused():
     packing.pack([[synthetic(6), synthetic(6)]], 9, 0)
 
 
-def test_fill_row_replaces_exactly_the_samples_that_do_not_fit():
-  calls = []
+@pytest.mark.parametrize("tokens, substitutes, calls, positions", [
+    # 4 + 6 + 7 + 1 = 18 > 13: the longest (slot 2) is replaced by 11 positions, is still the
+    # longest and is replaced again by 2: 13 fits.
+    ([5, 7, 8, 2], {(2, 1): 12, (2, 2): 3}, [(2, 1), (2, 2)], [4, 6, 2, 1]),
+    # 8 + 7 + 2 = 17 > 12: slot 0 -> 4 positions (13, still too long), then slot 1 -> 5.
+    ([9, 8, 3], {(0, 1): 5, (1, 1): 6}, [(0, 1), (1, 1)], [4, 5, 2]),
+    ([3, 4], {}, [], [2, 3]),  # fits as drawn
+])
+def test_fill_row_replaces_the_longest_sample_until_the_row_fits(tokens, substitutes, calls,
+                                                                 positions):
+  seen = []
 
   def replace(slot, attempt):
-    calls.append((slot, attempt))
-    return synthetic(3 if attempt == 2 else 9)  # the second attempt fits (2 positions)
+    seen.append((slot, attempt))
+    return synthetic(substitutes[slot, attempt])
 
-  row = [synthetic(5), synthetic(7), synthetic(8), synthetic(2)]  # 4 + 6 + 7 + 1 positions
-  out, replaced = packing.fill_row(row, 13, replace)
-  # 4 + 6 fit; 7 does not (3 left): attempts 1 (8 positions) and 2 (2) -> fits; the last
-  # sample (1 position) fits the 1 left.
-  assert calls == [(2, 1), (2, 2)] and replaced == 2
-  assert [e.slots for e in out] == [4, 6, 2, 1]
+  out, replaced = packing.fill_row([synthetic(n) for n in tokens], 13 if len(tokens) == 4
+                                   else 12, replace)
+  assert seen == calls and replaced == len(calls)
+  assert [e.slots for e in out] == positions
 
 
 def test_fill_row_gives_up_with_the_fix():

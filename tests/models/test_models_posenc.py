@@ -148,8 +148,8 @@ def test_coupled_embeds_significance_with_one_offset_per_sample():
 def test_random_positions_are_sorted_distinct_subsets_of_the_range_per_segment():
   segments = jnp.array([[1] * 5 + [2] * 3 + [3] * 4 + [0] * 2])
   positions = jnp.array([[0, 1, 2, 3, 4, 0, 1, 2, 0, 1, 2, 3, 0, 1]])
-  draws = [np.asarray(sampling.random_positions(jax.random.key(s), positions, segments, 64))[0]
-           for s in range(5)]
+  draw = jax.jit(sampling.random_positions, static_argnums=3)
+  draws = [np.asarray(draw(jax.random.key(s), positions, segments, 64))[0] for s in range(5)]
   for drawn in draws:
     assert drawn.min() >= 0 and drawn.max() < 64
     for s in (1, 2, 3):
@@ -161,8 +161,8 @@ def test_random_positions_are_sorted_distinct_subsets_of_the_range_per_segment()
 def test_random_positions_spread_over_the_whole_range():
   keys = jax.random.split(jax.random.key(0), 400)
   positions = jnp.array([[0, 1, 2, 3]])
-  drawn = jax.vmap(lambda k: sampling.random_positions(k, positions, jnp.ones_like(positions),
-                                                       1000))(keys)[:, 0]
+  drawn = jax.jit(jax.vmap(lambda k: sampling.random_positions(
+      k, positions, jnp.ones_like(positions), 1000)))(keys)[:, 0]
   # A uniform sorted 4-subset of [0, 1000) has E[min] ~ 200 and E[max] ~ 800.
   assert 150 < float(drawn[:, 0].mean()) < 250
   assert 750 < float(drawn[:, 3].mean()) < 850
@@ -184,10 +184,9 @@ def test_nope_carries_no_position_signal():
   spread = jnp.array([[0, 2, 4, 6, 8, 10]])
   for name, invariant in (("nope", True), ("rope", False)):
     model = model_testing.build(model_testing.tiny(name, num_layers=1))
-    state, forward = model_testing.jitted(model)
-    base = forward(state, tokens)[0, -1]
-    for other in (forward(state, permuted)[0, -1],
-                  forward(state, tokens, positions=spread)[0, -1]):
+    base = model_testing.forward(model, tokens)[0, -1]
+    for other in (model_testing.forward(model, permuted)[0, -1],
+                  model_testing.forward(model, tokens, positions=spread)[0, -1]):
       assert np.allclose(base, other, atol=1e-5) == invariant, name
 
 

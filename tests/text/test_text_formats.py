@@ -44,8 +44,10 @@ def _independent_render(text, mode):
     return text[::-1]
   reverse_int, reverse_dec = mode in ("int", "each"), mode in ("dec", "each")
   # A decimal part is a digit run right after '.'; every other run is integer-like.
-  return re.sub(r"(?<=\.)\d+|\d+", lambda m: m.group()[::-1] if (
-      reverse_dec if m.start() and text[m.start() - 1] == "." else reverse_int) else m.group(), text)
+  def rewrite(match):
+    is_dec = match.start() and text[match.start() - 1] == "."
+    return match.group()[::-1] if (reverse_dec if is_dec else reverse_int) else match.group()
+  return re.sub(r"\d+", rewrite, text)
 
 
 @pytest.mark.parametrize("repr_name", numbers.REPRS)
@@ -75,8 +77,8 @@ def test_unpad_inverts_pad_on_canonical_numbers(repr_name):
   rng = np.random.default_rng(1)
   kinds = numbers.PARTS[repr_name]
   for _ in range(200):
-    denominator = 10 ** int(rng.integers(0, 6)) if repr_name != "frac" else int(rng.integers(1, 999))
-    value = fractions.Fraction(int(rng.integers(0, 10**6)), denominator)
+    scale = int(rng.integers(1, 999)) if repr_name == "frac" else 10 ** int(rng.integers(0, 6))
+    value = fractions.Fraction(int(rng.integers(0, 10**6)), scale)
     value += repr_name == "sci"  # scientific numbers are >= 1
     canonical = numbers.format(int(value) if repr_name == "int" else value, repr_name)
     parts = numbers.split_parts(canonical, repr_name)

@@ -21,6 +21,11 @@ SPLIT = "test"
 FILE_FORMAT = "array_record"
 _INT_FIELDS = ("digits",)
 
+_DESCRIPTION = (
+    "NUPA test questions (Number Cookbook, ICLR 2025) for every task and test length: id, task, "
+    "digits (question length), bucket (S/M/L/XL), operands a and b (b empty for unary tasks), "
+    "the paper's text prompt and the exact answer.")
+
 FEATURES = tfds.features.FeaturesDict({
     field: tfds.features.Scalar(np.int32) if field in _INT_FIELDS else tfds.features.Text()
     for field in testset.FIELDS
@@ -67,7 +72,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
 
   def _info(self) -> tfds.core.DatasetInfo:
     return self.dataset_info_from_configs(
-        description=__doc__,
+        description=_DESCRIPTION,
         features=FEATURES,
         homepage="https://arxiv.org/abs/2411.03766",
         disable_shuffling=True,

@@ -1,0 +1,20 @@
+"""Number formats (paper §3.3, A.4.4): reverse formatting x zero padding (`tab:rev_vs_pad`:
+integer and float addition) and reverse formatting x index hints (`tab:rev_vs_idx`: integer
+addition, multiplication and maximum); 0.1B models trained on 1-8 digits, tested beyond.
+
+`reverse` is the paper's variant: none, int, dec, each, total (Table 4); `pad` zero-pads the
+operands to a common width; `hints` prefixes every digit with its index hint.
+Example: `--config=configs/formats.py:task=add_float,reverse=each,pad=true,size=tiny`.
+"""
+from configs import common
+
+
+def get_config(arg: str | None = None):
+  arg = common.parse_arg(arg, task="add_int", reverse="none", pad=False, hints=False,
+                         size="100m", seed=0)
+  config = common.base(size=arg.size, seed=arg.seed)
+  config.text.format = {"reverse": arg.reverse, "pad": arg.pad, "index_hints": arg.hints}
+  config.data.tasks = {arg.task: 1.0}
+  config.data.train_digits = (1, 8)
+  config.eval.digits = (1, 20)
+  return config

@@ -1,0 +1,63 @@
+"""Test-set exclusion: no emitted question is a frozen test question; redraws are counted."""
+import itertools
+
+import pytest
+
+import data_testing
+from nupa_jax import data
+from nupa_jax.benchmark import testset
+from nupa_jax.data import exclusion
+
+# 1-digit fraction additions: a few thousand questions, so a 100-question test set is hit
+# by ~10% of draws.
+SMALL = dict(tasks={"add_frac": 1.0}, train_digits=(1, 1), test_per_length=100, seq_len=512)
+
+
+@pytest.fixture(scope="module")
+def frozen():
+  return {(q.a, q.b) for q in testset.questions("add_frac", 1, seed=0, per_length=100)}
+
+
+def test_no_emitted_question_is_a_test_question(frozen):
+  on = data.Pipeline(data_testing.config(**SMALL))
+  off = data.Pipeline(data_testing.config(exclude_test=False, **SMALL))
+  n = 192
+  kept = on.samples("train", 0, n)
+  raw = off.samples("train", 0, n)
+  assert not any((q.a, q.b) in frozen for q in kept)
+  hits = [i for i, q in enumerate(raw) if (q.a, q.b) in frozen]
+  assert len(hits) >= 5  # the small test set does force hits
+  # A sample is redrawn exactly where its first draw (the unexcluded stream's) was a hit.
+  assert [i for i, q in enumerate(kept) if q.test_redraws] == hits
+  assert all(q.test_redraws == 0 for q in raw)
+  assert not any((q.a, q.b) in frozen for q in on.samples("validation", 0, n))
+  # The iterator counts the same redraws over the same samples (6 batches of 32).
+  run = on.train_iterator(process_count=1, process_index=0)
+  list(itertools.islice(run, n // 32))
+  assert run.stats()["overflow_redraws"] == 0
+  assert run.stats()["test_redraws"] == sum(q.test_redraws for q in kept)
+
+
+def test_exhausted_cells_are_left_out():
+  # The test set holds every 1-digit and nearly every 2-digit float conversion of a fraction.
+  p = data.Pipeline(data_testing.config(tasks={"to_float_frac": 1.0, "add_int": 1.0},
+                                        train_digits=(1, 3), seq_len=512))
+  lengths = p.mixture.task_lengths()
+  assert lengths["to_float_frac"] == (3,) and sorted(lengths["add_int"]) == [1, 2, 3]
+  assert p.mixture.task_probs() == pytest.approx({"to_float_frac": 0.5, "add_int": 0.5})
+  with pytest.raises(ValueError, match="used up by the frozen test set"):
+    data.Pipeline(data_testing.config(tasks={"to_float_frac": 1.0}, train_digits=(1, 2)))
+
+
+def test_keys_separate_tasks_and_operand_order():
+  keys = {exclusion.key(t, a, b) for t, a, b in [("add_int", "12", "3"), ("add_int", "3", "12"),
+                                                  ("sub_int", "12", "3"), ("add_int", "1", "23"),
+                                                  ("length_int", "123", None)]}
+  assert len(keys) == 5
+  assert exclusion.key("add_int", "12", "3") == exclusion.key("add_int", "12", "3")
+
+
+def test_only_cells_with_test_questions_are_hashed():
+  cells = exclusion.test_cells({"add_int": range(1, 6), "add_frac": [1, 2]})
+  assert cells == {("add_int", 3), ("add_int", 4), ("add_int", 5), ("add_frac", 1),
+                   ("add_frac", 2)}
