@@ -76,14 +76,21 @@ archive=nupa_jax_src.tar.gz
 location=(--zone="$zone")
 [[ -n "$project" ]] && location+=(--project="$project")
 
-# Its arguments as one shell-quoted line ('...' around any argument that needs quoting).
+# Its arguments as one shell-quoted line: '...' around any argument (or --flag= value) that
+# needs quoting.
 quote() {
-  local arg quoted=()
+  local arg flag value quoted=()
   for arg in "$@"; do
-    if [[ "$arg" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then
+    flag=""
+    value=$arg
+    if [[ "$arg" =~ ^(--[A-Za-z0-9_.-]+=)(.*)$ ]]; then
+      flag=${BASH_REMATCH[1]}
+      value=${BASH_REMATCH[2]}
+    fi
+    if [[ "$value" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then
       quoted+=("$arg")
     else
-      quoted+=("'${arg//\'/\'\\\'\'}'")
+      quoted+=("$flag'${value//\'/\'\\\'\'}'")
     fi
   done
   echo "${quoted[*]}"

@@ -4,7 +4,10 @@ import os
 import pathlib
 from typing import Iterator
 
+import tensorflow_datasets as tfds
+
 from nupa_jax.benchmark import testset
+from nupa_jax.benchmark.nupa_test import nupa_test_dataset_builder as nupa_test
 
 JSONL = "test.jsonl"
 
@@ -16,22 +19,18 @@ def read_test_set(test_dir: str | os.PathLike) -> Iterator[testset.Question]:
     with open(test_dir / JSONL) as f:
       for line in f:
         yield testset.Question(**json.loads(line))
-  else:
+  elif any((test_dir / nupa_test.NAME).glob("*/dataset_info.json")):
     yield from _read_tfds(test_dir)
-
-
-def _read_tfds(test_dir: pathlib.Path, batch: int = 4096) -> Iterator[testset.Question]:
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top  (slow import)
-  from nupa_jax.benchmark.nupa_test import nupa_test_dataset_builder as nupa_test  # pylint: disable=g-import-not-at-top
-
-  try:
-    source = tfds.data_source(nupa_test.NAME, data_dir=test_dir, split=nupa_test.SPLIT,
-                              download=False)
-  except tfds.core.DatasetNotFoundError as e:
+  else:
     raise FileNotFoundError(
         f"no test set in {test_dir}: expected {test_dir / JSONL} or a TFDS dataset in "
         f"{test_dir / nupa_test.NAME}; write one with `python -m nupa_jax.benchmark build "
-        f"--out {test_dir}`") from e
+        f"--out {test_dir}`")
+
+
+def _read_tfds(test_dir: pathlib.Path, batch: int = 4096) -> Iterator[testset.Question]:
+  source = tfds.data_source(nupa_test.NAME, data_dir=test_dir, split=nupa_test.SPLIT,
+                            download=False)
   for start in range(0, len(source), batch):
     records = source.__getitems__(range(start, min(start + batch, len(source))))
     yield from map(nupa_test.from_record, records)

@@ -48,8 +48,9 @@ def questions(task: str, length: int, seed: int = 0, per_length: int = 1000) -> 
   """Up to `per_length` distinct questions of `task` at `length` digits.
 
   Any length from 1 to `task.max_digits` works (evaluation may use lengths the test set leaves
-  out for training); the test set itself uses `task.test_digits`. Questions are distinct as (a, b) pairs; a cell whose question
-  space is small stops after `MAX_DRAWS_PER_QUESTION * per_length` draws with fewer questions.
+  out for training); the test set itself uses `task.test_digits`. Questions are distinct as
+  (a, b) pairs; a cell whose question space is small stops after `MAX_DRAWS_PER_QUESTION *
+  per_length` draws with fewer questions.
   """
   spec = tasks.get(task)
   rng = question_rng(seed, spec.name, length)

@@ -1,7 +1,7 @@
 """`python -m nupa_jax.report`: the paper's figures and tables from runs, sweeps and scores.
 
-  python -m nupa_jax.report --workdirs runs/pe_sweep runs/mixed REPORT.json --out report/ \
-      [--metric exact_match|digit_match|dlength] [--labels "RoPE" "NoPE" ...]
+  python -m nupa_jax.report --workdirs runs/pe_sweep runs/mixed llama/REPORT.json \\
+      --out report/ [--metric exact_match|digit_match|dlength] [--labels RoPE NoPE ...]
 
 Progress goes to stderr; a bad input exits with status 2 and a message naming the file.
 """

@@ -34,7 +34,7 @@ def make_report(inputs: list[pathlib.Path], out: pathlib.Path, metric: str = "ex
   fig_dir.mkdir(parents=True, exist_ok=True)
   table_dir.mkdir(parents=True, exist_ok=True)
   log(f"{len(entries)} runs in {len(groups)} settings; writing tables to {table_dir}")
-  comparison_md, comparison = tables.comparison_table(groups, metric, table_dir)
+  comparisons = {m: tables.comparison_table(groups, m, table_dir) for m in loading.METRICS}
   run_tables = tables.run_tables(entries, table_dir)
   series = tables.series_tables(groups, metric, table_dir)
 
@@ -60,7 +60,8 @@ def make_report(inputs: list[pathlib.Path], out: pathlib.Path, metric: str = "ex
       heatmaps=[(g, draw(f"heatmap of {g.label}", figures.plot_heatmap, g, metric,
                          fig_dir / f"heatmap_{metric}_{slug}"))
                 for g, slug in zip(groups, slugs) if g in mapped],
-      run_tables=run_tables, comparison_markdown=comparison_md, comparison=comparison,
+      run_tables=run_tables, comparison_markdown=comparisons[metric][0],
+      comparisons={m: files for m, (_, files) in comparisons.items()},
       series=series)
   path = index.write_index(out, entries, groups, art)
   log(f"wrote {path}")

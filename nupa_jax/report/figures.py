@@ -65,9 +65,9 @@ def _draw(ax: Axes, x: list[float], bands: list[Band], scale: scales.Scale, colo
                     [scale.transform(b.hi) for b in bands], color=color, alpha=0.2, linewidth=0)
 
 
-def _shade_training(ax: Axes, groups: list[Group], colors_: list[str], task: str) -> None:
+def _shade_training(ax: Axes, groups: list[Group], line_colors: list[str], task: str) -> None:
   """Grey when all lines share a training range; each line's colour when they differ."""
-  ranges = [(g.train_digits(task), c) for g, c in zip(groups, colors_)]
+  ranges = [(g.train_digits(task), c) for g, c in zip(groups, line_colors)]
   ranges = [(r, c) for r, c in ranges if r is not None]
   if len({r for r, _ in ranges}) == 1:
     (lo, hi), _ = ranges[0]
@@ -94,11 +94,11 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
   for ax, task in zip(axes, tasks):
     present = [g for g in groups if task in g.tasks]
     labels = panel_labels(present)
-    line_colors = [palette.setdefault(l, _PALETTE[len(palette) % len(_PALETTE)])
-                   for l in labels]
+    line_colors = [palette.setdefault(label, _PALETTE[len(palette) % len(_PALETTE)])
+                   for label in labels]
     _shade_training(ax, present, line_colors, task)
-    legend = [l if len(g.entries) == 1 else f"{l} ({len(g.entries)} seeds)"
-              for g, l in zip(present, labels)]
+    legend = [label if len(g.entries) == 1 else f"{label} ({len(g.entries)} seeds)"
+              for g, label in zip(present, labels)]
     for group, text, color in zip(present, legend, line_colors):
       series = digit_series(group, task, metric)
       _draw(ax, [d for d, _ in series], [b for _, b in series], scale, color, text,
@@ -107,7 +107,7 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
     ax.set(title=task, xlabel="digit length", ylabel=scale.axis)
     _limits(ax, scale)
     ax.grid(alpha=0.3)
-  same = all(labels == shown[0] for labels in shown)  # then one legend serves every panel
+  same = all(legend == shown[0] for legend in shown)  # then one legend serves every panel
   for ax in axes[:1] if same else axes:
     ax.legend(fontsize=7)
   return _save(fig, stem)
@@ -134,7 +134,7 @@ def plot_curves(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.P
                 if d in bands]
       _draw(ax, [x for x, _ in points], [b for _, b in points], scale, cm.viridis(norm(d)),
             str(d) if d in named else "_", len(group.entries) > 1, marker=None)
-    ax.set(title=task if stride == 1 else f"{task} (every {stride}th length)",
+    ax.set(title=task if stride == 1 else f"{task} (lengths in steps of {stride})",
            xlabel="samples seen" if by_samples else "training step", ylabel=scale.axis)
     _limits(ax, scale)
     ax.grid(alpha=0.3)
@@ -161,7 +161,8 @@ def plot_heatmap(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.
       ax.text(j, i, text, ha="center", va="center", fontsize=7,
               color="black" if bright else "white")
   ax.set_xticks(range(len(BUCKETS)), BUCKETS)
+  ax.tick_params(top=True, labeltop=len(tasks) > 12)  # a tall map shows buckets on both ends
   ax.set_yticks(range(len(tasks)), tasks, fontsize=7)
   ax.set_title(f"{group.label}: {scale.title}", fontsize=9)
-  fig.colorbar(image, ax=ax, label=scale.axis)
+  fig.colorbar(image, ax=ax, label=scale.axis, shrink=min(1.0, 4 / fig.get_figheight()))
   return _save(fig, stem)

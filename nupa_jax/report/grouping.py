@@ -12,13 +12,26 @@ from typing import Any
 
 from nupa_jax.report.loading import Entry, ReportError
 
-# Config keys shown under the name the configs' own argument strings use.
+# The ablation variables of the paper's experiment families (configs/*.py), shown under the
+# names those configs' argument strings use. When runs differ in more than MAX_KEYS config
+# fields (not a controlled ablation), only these name them; if they don't tell the runs
+# apart, the run folders do.
 SHORT_NAMES = {
     "model.posenc.name": "pe",
+    "text.tokenizer.name": "tokenizer",
+    "text.tokenizer.k": "k",
+    "text.tokenizer.align": "align",
+    "text.format.reverse": "reverse",
+    "text.format.pad": "pad",
+    "text.format.index_hints": "hints",
     "model.preset": "size",
+    "model.num_layers": "layers",
+    "model.hidden": "hidden",
     "data.tasks": "task",
     "data.train_digits": "train_digits",
+    "init_from": "init_from",
 }
+MAX_KEYS = 3
 
 
 def is_seed(key: str) -> bool:
@@ -61,16 +74,21 @@ def _show(key: str, value: Any) -> str:
 
 
 def describe(settings: list[dict[str, Any]]) -> list[str]:
-  """`k=v, ...` of the keys whose values differ between the given settings ('' if none do)."""
+  """`k=v, ...` of the keys whose values differ between the given settings; '' for all when
+  none do, or when more than MAX_KEYS do and the SHORT_NAMES keys among them can't tell the
+  settings apart."""
   keys = list(dict.fromkeys(k for s in settings for k in s))  # config order
   differ = [k for k in keys
             if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
-  return [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-" for k in differ)
-          for s in settings]
+  if len(differ) > MAX_KEYS:
+    differ = [k for k in differ if k in SHORT_NAMES]
+  texts = [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-"
+                     for k in differ) for s in settings]
+  return texts if len(set(texts)) == len(texts) else [""] * len(settings)
 
 
 def _summary(group: Group, use_args: bool) -> str:
-  """A label for a setting nothing else differs from: its named settings, else its run."""
+  """A label for the only setting of a report: its named settings, else its run."""
   keys = list(group.settings) if use_args else [k for k in SHORT_NAMES if k in group.settings]
   return ", ".join(_show(k, group.settings[k]) for k in keys) or group.entries[0].name
 
@@ -106,7 +124,8 @@ def group_entries(entries: list[Entry], labels: list[str] | None = None) -> list
     _check_seeds(group)
   run_groups = [g for g in out if g.kind == "run"]
   for group, text in zip(run_groups, describe([g.settings for g in run_groups])):
-    group.label = text or _summary(group, use_args)
+    group.label = text or (_summary(group, use_args) if len(run_groups) == 1
+                           else group.entries[0].name)
   counts = {}
   for group in out:
     counts[group.label] = counts.get(group.label, 0) + 1

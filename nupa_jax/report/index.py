@@ -19,8 +19,8 @@ class Artifacts:
   curves: list[tuple[Group, list[pathlib.Path]]]  # [] for a setting without periodic evals
   heatmaps: list[tuple[Group, list[pathlib.Path]]]
   run_tables: dict[str, pathlib.Path]
-  comparison_markdown: str
-  comparison: dict[str, pathlib.Path]
+  comparison_markdown: str  # the side-by-side table of `metric`, shown inline
+  comparisons: dict[str, dict[str, pathlib.Path]]  # metric -> {"markdown", "csv"}
   series: dict[str, pathlib.Path]
 
 
@@ -76,12 +76,13 @@ def write_index(out: pathlib.Path, entries: list[Entry], groups: list[Group],
     text.append("## Tasks × buckets\n")
     for group, files in art.heatmaps:
       text += [f"### {group.label}\n", _figure(out, files, f"{group.label}: tasks x buckets")]
-  runs, comparison = ({k: _rel(out, p) for k, p in t.items()}
-                      for t in (art.run_tables, art.comparison))
+  runs = {k: _rel(out, p) for k, p in art.run_tables.items()}
   text += ["## Tables\n",
            f"- [Per-run S/M/L/XL means and wld / ppd]({runs['markdown']}) — CSV: "
-           f"[buckets]({runs['buckets_csv']}), [wld / ppd]({runs['digits_csv']})",
-           f"- [Runs side by side]({comparison['markdown']}) — [CSV]({comparison['csv']})\n",
+           f"[buckets]({runs['buckets_csv']}), [wld / ppd]({runs['digits_csv']})"]
+  text += [f"- [Runs side by side: {scales.get(m).title}]({_rel(out, files['markdown'])}) — "
+           f"[CSV]({_rel(out, files['csv'])})" for m, files in art.comparisons.items()]
+  text += ["",
            f"### Runs side by side: {title}\n", art.comparison_markdown]
   path = out / "index.md"
   path.write_text("\n".join(text))

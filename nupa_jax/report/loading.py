@@ -19,14 +19,16 @@ import pathlib
 import re
 from typing import Any
 
-BUCKETS = ("S", "M", "L", "XL")
-METRICS = ("exact_match", "digit_match", "dlength")
+from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
+from nupa_jax.metrics import METRICS
+from nupa_jax.report import trained
+
 EXPECTED = ("a run workdir (config.json + eval/latest.json), a sweep folder (run workdirs as "
             "subfolders, optionally sweep.json) or a `benchmark score` REPORT.json")
 
 _STEP_FILE = re.compile(r"step_(\d+)\.json")
 # Config fields compared as one value: their dict keys are data (task names), not settings.
-_ATOMIC = frozenset({"data.tasks", "data.train_digits"})
+_ATOMIC = frozenset({"data.tasks", "data.train_digits", "data.task_digits"})
 # Config fields that differ between runs without being a setting of the experiment.
 _NOT_SETTINGS = frozenset({"workdir"})
 
@@ -184,7 +186,7 @@ def _samples_at(step: int, points: list[tuple[int, float]]) -> float | None:
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-  """Dotted keys -> values; `data.tasks` and `data.train_digits` stay whole (keys are data)."""
+  """Dotted keys -> values; `data.tasks` and the digit ranges stay whole (their keys are data)."""
   out = {}
   for key, value in config.items():
     name = prefix + key
@@ -193,30 +195,6 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     elif key not in _NOT_SETTINGS:
       out[name] = value
   return out
-
-
-def _digit_range(value: Any) -> tuple[int, int] | None:
-  if (isinstance(value, (list, tuple)) and len(value) == 2
-      and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-    return (value[0], value[1])
-  return None
-
-
-def _train_digits(config: dict[str, Any], tasks: list[str],
-                  path: pathlib.Path) -> dict[str, tuple[int, int]]:
-  """`data.train_digits` per task: one [lo, hi] for all tasks or {task: [lo, hi]}."""
-  value = config.get("data.train_digits")
-  if value is None:
-    return {}
-  if isinstance(value, dict):
-    ranges = {t: _digit_range(v) for t, v in value.items()}
-  else:
-    ranges = {t: _digit_range(value) for t in tasks}
-  bad = [t for t, r in ranges.items() if r is None]
-  if bad:
-    raise ReportError(f"{path}: data.train_digits is {value!r}; expected [lo, hi] or "
-                      "{task: [lo, hi]}")
-  return ranges
 
 
 def _step_files(eval_dir: pathlib.Path) -> list[tuple[int, pathlib.Path]]:
@@ -257,9 +235,12 @@ def load_workdir(path: pathlib.Path, args: dict[str, Any] | None = None,
     if not isinstance(raw, dict):
       raise ReportError(f"{config_path}: expected the run's config as a JSON object")
     config = flatten(raw)
+  try:
+    ranges = trained.train_ranges(config, list(final.tasks))
+  except ValueError as e:
+    raise ReportError(f"{config_path}: {e}") from None
   return Entry(name=name or path.name, kind="run", path=path, config=config, args=args,
-               final=final, history=history,
-               train_digits=_train_digits(config, list(final.tasks), config_path))
+               final=final, history=history, train_digits=ranges)
 
 
 def load_report(path: pathlib.Path) -> Entry:

@@ -4,14 +4,16 @@ A rule is a plain Python function over digit strings and small integers, registe
 `@rule` (rules_*.py). The prompt shows its source; this module executes that same source,
 parsed once, so what the model reads and what the trace follows cannot drift apart. The subset
 is small on purpose: assignments to names or tuples of names (and `+=`-style updates), `if` /
-`elif` / `else`, `while`, `return`, the builtins int / str / len / max / min, string methods,
-and calls to other rules as the whole right-hand side of an assignment or a `return`.
+`elif` / `else`, `while`, `return`, the builtins int / str / len / max / min / range, string
+methods, list comprehensions, and calls to other rules as the whole right-hand side of an
+assignment or a `return`.
 
 What a trace holds (the paper's appendix "Data Format of Rule-following CoT"):
 - the rule's arguments, one `name = value` line each;
 - each group of straight-line statements (blank lines in the source separate groups) as a
   fenced code block, then one line per assignment: the expression with every variable, call
-  and subscript replaced by its value, and the result — `total = 28 + 35 + 0 = 63`;
+  and subscript replaced by its value, and the result — `total = 28 + 35 + 0 = 63` (none for
+  a literal such as `carry = 0`: the code already says it);
 - each `while` / `if` test as a fenced header, then `check the stop criterion: ... is True` or
   `check the condition: ... is False`, and `enter the loop` / `end the loop` / `enter the
   branch` / `skip the branch` / `enter the else branch`;
@@ -32,10 +34,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 FENCE = "```"
-BUILTINS = {"int": int, "str": str, "len": len, "max": max, "min": min}
+BUILTINS = {"int": int, "str": str, "len": len, "max": max, "min": min, "range": range}
 _GLOBALS = {"__builtins__": {}, **BUILTINS}
 # Sub-expressions shown by their value: everything but operators, literals and containers.
-_ATOMS = (ast.Name, ast.Call, ast.Subscript, ast.IfExp, ast.Attribute)
+_SCOPES = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Lambda)
+_ATOMS = (ast.Name, ast.Call, ast.Subscript, ast.IfExp, ast.Attribute) + _SCOPES
 _PLACEHOLDER = re.compile(r"__atom(\d+)__")
 MAX_LOOP_STEPS = 100_000  # loop iterations of one trace before a rule is declared stuck
 
@@ -45,11 +48,25 @@ def literal(value: Any) -> str:
   return repr(value)
 
 
+class _Code:
+  """A compiled expression. One holding a comprehension runs with the rule's variables as
+  globals: a comprehension is a nested scope, which does not see eval's locals."""
+
+  def __init__(self, node: ast.expr):
+    self.code = compile(ast.Expression(node), "<rule>", "eval")
+    self.scoped = any(isinstance(n, _SCOPES) for n in ast.walk(node))
+
+  def __call__(self, env: dict[str, Any]) -> Any:
+    # pylint: disable=eval-used  (rule code only)
+    return eval(self.code, {**_GLOBALS, **env}) if self.scoped else eval(self.code, _GLOBALS, env)
+
+
 class _Expr:
   """An expression compiled once: its value, and how it reads with values substituted."""
 
   def __init__(self, node: ast.expr):
-    self.code = compile(ast.Expression(node), "<rule>", "eval")
+    self.value = _Code(node)
+    self.constant = _is_literal(node)
     self.template, self.atoms = None, ()
     if isinstance(node, _ATOMS):
       return  # shown by its value alone
@@ -58,7 +75,7 @@ class _Expr:
     class Substitute(ast.NodeTransformer):
       def visit(self, n):
         if isinstance(n, _ATOMS):
-          atoms.append(compile(ast.Expression(n), "<rule>", "eval"))
+          atoms.append(_Code(n))
           return ast.Name(id=f"__atom{len(atoms) - 1}__", ctx=ast.Load())
         return self.generic_visit(n)
 
@@ -67,15 +84,20 @@ class _Expr:
     self.template = _PLACEHOLDER.sub(lambda m: "{" + m.group(1) + "}", text)
     self.atoms = tuple(atoms)
 
-  def value(self, env: dict[str, Any]) -> Any:
-    return eval(self.code, _GLOBALS, env)  # pylint: disable=eval-used  (rule code only)
-
   def shown(self, env: dict[str, Any]) -> str | None:
     """The expression with its variables, calls and subscripts replaced by their values;
     None when the expression is a single such atom (its value says it all)."""
     if self.template is None:
       return None
-    return self.template.format(*(literal(eval(a, _GLOBALS, env)) for a in self.atoms))  # pylint: disable=eval-used
+    return self.template.format(*(literal(atom(env)) for atom in self.atoms))
+
+
+def _is_literal(node: ast.expr) -> bool:
+  try:
+    ast.literal_eval(node)
+  except ValueError:
+    return False
+  return True
 
 
 def _result(shown: str | None, value: Any) -> str:
@@ -135,7 +157,8 @@ class _Block:
         continue
       shown, value = a.expr.shown(env), a.expr.value(env)
       env[a.targets[0]] = value
-      out.append(f"{a.targets[0]} = {_result(shown, value)}")
+      if not a.expr.constant:  # `carry = 0` says it all in the code above
+        out.append(f"{a.targets[0]} = {_result(shown, value)}")
     return _CONTINUE
 
 

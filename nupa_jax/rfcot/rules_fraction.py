@@ -1,8 +1,8 @@
 """RF-CoT rules on fractions: cross-multiply with the integer rules, then reduce.
 
 add / sub / multiply build the unreduced numerator and denominator with the integer rules and
-reduce by the greatest common divisor (Euclid's algorithm, one `q = a // b`, `r = a - q * b`
-step at a time; its quotients are small) and two long divisions. max compares the decimal
+reduce by the greatest common divisor (Euclid's algorithm, one remainder `a % b` a step; its quotients
+are small) and two long divisions. max compares the decimal
 expansions digit by digit — one quotient digit and remainder per step, like long division —
 which stops at the first digit where the two differ (a step or two for random fractions),
 far shorter than cross-multiplying; it relies on the task's fractions being reduced, so that
@@ -19,8 +19,7 @@ def gcd(num1, num2):
   a = int(num1)
   b = int(num2)
   while b:
-    q = a // b
-    r = a - q * b
+    r = a % b
     a = b
     b = r
   return str(a)

@@ -6,8 +6,9 @@ strings, loops walk them in small units with explicit carries, borrows and remai
 each step is an operation a model can do at a glance. The units follow the paper's integer
 addition (three-digit chunks from the right):
 - add / sub: three-digit chunks from the right with a carry / borrow (the paper's rule);
-- multiply: long multiplication by columns of three-digit chunks (products of two chunks
-  summed per column, then a carry);
+- multiply: long multiplication by columns of three-digit chunks: both numbers are cut into
+  chunks from the right in one step (as with thousands separators), then each column sums
+  its products of two chunks and passes a carry on;
 - floordiv / mod: long division, one digit of the dividend at a time; the unit is one
   quotient digit (remainder // divisor, always 0-9) and the new remainder;
 - max: lengths first, then three-digit chunks from the left;
@@ -66,18 +67,9 @@ def sub_int(num1, num2):
 
 
 @rule
-def chunks(num):
-  out = []
-  while num:
-    out = out + [int(num[-3:])]
-    num = num[:-3]
-  return out
-
-
-@rule
 def multiply_int(num1, num2):
-  a = chunks(num1)
-  b = chunks(num2)
+  a = [int(num1[max(i - 3, 0):i]) for i in range(len(num1), 0, -3)]
+  b = [int(num2[max(i - 3, 0):i]) for i in range(len(num2), 0, -3)]
   result = ''
   carry = 0
   k = 0

@@ -64,7 +64,7 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     optimizer.update(model, grads)
     metrics = {
         "loss": loss,
-        "grad_norm": optax.global_norm(grads),
+        "grad_norm": optax.tree.norm(grads),
         "learning_rate": lr,
         "tokens": jnp.sum(batch["segment_ids"] > 0) if "segment_ids" in batch
                   else jnp.asarray(batch["inputs"].size),

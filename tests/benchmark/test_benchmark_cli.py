@@ -236,6 +236,14 @@ def test_no_matching_prediction_is_an_error(built, tmp_path, capsys):
   assert "ids look like 'add_int/3/0'" in capsys.readouterr().err
 
 
+def test_missing_test_set_says_how_to_build_one(tmp_path, capsys):
+  predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "x", "prediction": "1"}])
+  assert main(["score", "--test", str(tmp_path / "none"), "--predictions",
+               str(predictions)]) != 0
+  assert "python -m nupa_jax.benchmark build --out" in capsys.readouterr().err
+  assert not (tmp_path / "none").exists()
+
+
 def test_scores_a_tfds_only_test_set(built, tmp_path, capsys):
   test = tmp_path / "tfds_only"
   assert main(["build", "--out", str(test), "--per-length", str(PER_LENGTH), "--tasks",

@@ -125,6 +125,8 @@ def check_comparison_is_the_seed_median(report):
   assert float(rows[("max_int", "ppd")]["llama-3.1-8b"]) == (
       llama["performance_preserving_digits"]["exact_match"])
   assert rows[("max_int", "S")][LINES["rope"]] == ""  # the sweep did not evaluate max_int
+  dlength = {(r["task"], r["row"]): r for r in read_csv(out / "tables" / "comparison_dlength.csv")}
+  assert float(dlength[("add_int", "M")][MIXED]) == finals["mixed"]["add_int"]["M"]["dlength"]
 
 
 def check_figure_data_has_seed_median_min_max(report):

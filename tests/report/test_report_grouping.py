@@ -1,4 +1,5 @@
 """Seeds grouped into one setting, labels from config differences, seed statistics."""
+import json
 import math
 import statistics
 
@@ -29,6 +30,23 @@ def test_labels_are_the_config_difference(tmp_path):
     make_run(tmp_path / pe, pe=pe)
   groups = group_entries(load([tmp_path / p for p in ("rope", "nope", "alibi")], quiet))
   assert [g.label for g in groups] == ["pe=rope", "pe=nope", "pe=alibi"]
+
+
+def test_runs_of_unrelated_configs(tmp_path):
+  """More than a few fields differ: the ablation variables name the runs, else their folders."""
+  def run(name, pe, hidden, steps):
+    path = make_run(tmp_path / name, pe=pe)
+    config = json.loads((path / "config.json").read_text())
+    config["model"]["hidden"] = hidden
+    config["train"] = {"steps": steps, "batch_size": steps // 10, "log_every": steps // 50}
+    config["eval"] = {"per_length": steps // 100}
+    write_json(path / "config.json", config)
+    return path
+  paths = [run("a", "rope", 32, 1000), run("b", "nope", 64, 2000)]
+  assert [g.label for g in group_entries(load(paths, quiet))] == [
+      "pe=rope, hidden=32", "pe=nope, hidden=64"]  # not train.steps, eval.per_length, ...
+  paths = [run("c", "rope", 32, 1000), run("d", "rope", 32, 2000)]
+  assert [g.label for g in group_entries(load(paths, quiet))] == ["c", "d"]
 
 
 def test_one_setting_is_named_by_its_settings(tmp_path):

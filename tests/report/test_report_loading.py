@@ -4,7 +4,9 @@ import pathlib
 
 import pytest
 
+from nupa_jax import metrics
 from nupa_jax.report.loading import ReportError, load, load_workdir
+from nupa_jax.report.trained import train_ranges
 from report_synthetic import make_report_json, make_run, write_json
 
 
@@ -42,12 +44,29 @@ def test_samples_seen_from_train_metrics(tmp_path):
   assert [(e.step, e.samples_seen) for e in entry.history] == [(100, 3200), (205, 205 * 32)]
 
 
-def test_per_task_train_digits(tmp_path):
-  run = make_run(tmp_path / "r", tasks=("add_int", "max_int"))
+def test_trained_ranges_follow_the_data_config():
+  """Which evaluated tasks were trained on which lengths, by nupa_jax.data's rules."""
+  evaluated = ["add_int", "max_int", "multiply_hard_int"]
+  assert train_ranges({"data.tasks": {"add_int": 1.0}, "data.train_digits": [1, 8]},
+                      evaluated) == {"add_int": (1, 8)}  # max_int was only evaluated
+  mixed = {"data.tasks": {"all": 1.0}, "data.train_digits": [1, 20],
+           "data.task_digits": {"max_int": [1, 100]}}
+  assert train_ranges(mixed, evaluated) == {"add_int": (1, 20), "max_int": (1, 100),
+                                            "multiply_hard_int": (1, 20)}
+  aliases = {"data.tasks": {"multiply_int": 1.0, "max_Integer_Integer_Integer": 1.0},
+             "data.train_digits": {"*": [1, 8], "max_int": [2, 30]}}
+  assert train_ranges(aliases, evaluated) == {"max_int": (2, 30), "multiply_hard_int": (1, 8)}
+  with pytest.raises(ValueError, match=r"training range of add_int is \[1\]"):
+    train_ranges({"data.tasks": {"add_int": 1.0}, "data.train_digits": [1]}, evaluated)
+
+
+def test_bad_train_range_names_the_config(tmp_path):
+  run = make_run(tmp_path / "r")
   config = json.loads((run / "config.json").read_text())
-  config["data"]["train_digits"] = {"add_int": [1, 8], "max_int": [1, 40]}
+  config["data"]["train_digits"] = "1-8"
   write_json(run / "config.json", config)
-  assert load_workdir(run).train_digits == {"add_int": (1, 8), "max_int": (1, 40)}
+  message = _error([run])
+  assert str(run / "config.json") in message and "'1-8'" in message
 
 
 def test_final_eval_only(tmp_path):
@@ -59,6 +78,23 @@ def test_final_eval_only(tmp_path):
   no_latest = make_run(tmp_path / "b", steps=(100, 200), latest=False)
   entry = load_workdir(no_latest)
   assert entry.final.source.name == "step_200.json" and len(entry.history) == 2
+
+
+def test_summaries_from_nupa_jax_metrics_load(tmp_path):
+  """What `metrics.summarize` writes (the evaluator's and `benchmark score`'s producer) loads;
+  buckets without questions (n = 0, null means) are left out rather than drawn as zeros."""
+  records = [(d, {"exact_match": float(i % 2), "digit_match": 0.5, "dlength": float(i % 3)})
+             for d in (3, 4, 5, 6) for i in range(d)]
+  summary = metrics.summarize(records, max_digits=20)
+  path = write_json(tmp_path / "REPORT.json", {"add_int": summary, "_meta": {"scored": 18}})
+  (entry,) = load([path], quiet)
+  result = entry.final.tasks["add_int"]
+  assert set(result.buckets) == {"S", "M"}
+  s_bucket = [r for r in records if r[0] <= 4]
+  assert result.buckets["S"]["dlength"] == pytest.approx(
+      sum(r[1]["dlength"] for r in s_bucket) / len(s_bucket))
+  assert result.buckets["S"]["n"] == len(s_bucket) == 7
+  assert result.per_digit[6]["exact_match"] == pytest.approx(3 / 6)
 
 
 def test_sweep_folder_without_sweep_json(tmp_path):

@@ -1,0 +1,188 @@
+"""Per-GPU training throughput of one run spread over 1, 2, 4 GPUs: one process, or one per GPU.
+
+    python benchmarks/benchmark_scaling.py [--gpus 1,2,4] [--modes process,per_gpu] \\
+        [--config configs/pe.py:size=0.9b] [--batch_per_gpu 512] [--records 4] \\
+        [--json OUT.json] [-- extra train flags]
+
+Each measurement is a real `python -m nupa_jax.train` run (the same code path users run, data
+pipeline included) with the model's parameters sharded over all its GPUs (FSDP: mesh
+`data=1, fsdp=-1, tensor=1`) and the global batch growing with the GPUs (`--batch_per_gpu`
+samples each: weak scaling, the per-GPU work stays the same). Modes:
+  process  one process sees N GPUs (CUDA_VISIBLE_DEVICES=0..N-1);
+  per_gpu  N processes of one GPU each, started by launch/local.sh (jax.distributed).
+The run logs every `--log_every` steps to train_metrics.jsonl; the first `--warmup` records
+(compilation) are dropped and, once `--records` more are in, the run is stopped (no final
+checkpoint or evaluation is waited for). Throughput = median of those records' tokens_per_s
+(non-padding tokens of the global batch per second of training time), per GPU = / N.
+Efficiency = per-GPU throughput at N / per-GPU throughput of one GPU in one process.
+
+`--platform cpu` runs the same measurements on N fake CPU devices: a check of the mechanics,
+not a measurement.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+METRICS_FILE = "train_metrics.jsonl"  # nupa_jax.training.writers.METRICS_FILE
+MODES = ("process", "per_gpu")
+
+
+def train_flags(config: str, workdir: pathlib.Path, batch: int, log_every: int,
+                extra: list[str]) -> list[str]:
+  """A training run that logs often and never checkpoints or evaluates before it is stopped."""
+  never = 10**9
+  return [f"--config={config}", f"--workdir={workdir}",
+          "--config.mesh.shape.data=1", "--config.mesh.shape.fsdp=-1",
+          "--config.mesh.shape.tensor=1",
+          f"--config.train.batch_size={batch}", f"--config.train.steps={never}",
+          f"--config.train.log_every={log_every}", f"--config.checkpoint.every={never}",
+          "--config.eval.every=0", "--config.eval.validation_batches=1", *extra]
+
+
+def command(mode: str, gpus: int, platform: str, flags: list[str]) -> tuple[list[str], dict]:
+  """(argv, environment) of one measurement."""
+  env = dict(os.environ)
+  if mode == "per_gpu":
+    return [str(ROOT / "launch" / "local.sh"), "-n", str(gpus), "-d", "1", "-p", platform,
+            "--", *flags], dict(env, PYTHON=sys.executable)
+  if platform == "cpu":
+    env.update(JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={gpus}")
+  else:
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(gpus)))
+  return [sys.executable, "-m", "nupa_jax.train", *flags], env
+
+
+def _records(path: pathlib.Path) -> list[dict]:
+  if not path.exists():
+    return []
+  out = []
+  for line in path.read_text().splitlines():
+    try:
+      record = json.loads(line)
+    except json.JSONDecodeError:
+      continue  # a line being written
+    if "tokens_per_s" in record:
+      out.append(record)
+  return out
+
+
+def measure(argv: list[str], env: dict, workdir: pathlib.Path, warmup: int, records: int,
+            timeout: float) -> list[dict]:
+  """Runs the command until `warmup + records` log records exist, then stops it."""
+  log = (workdir.parent / f"{workdir.name}.log").open("w")
+  process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+  deadline = time.monotonic() + timeout
+  try:
+    while True:
+      found = _records(workdir / METRICS_FILE)
+      if len(found) >= warmup + records:
+        return found[warmup:warmup + records]
+      if process.poll() is not None:
+        raise RuntimeError(f"the run exited with status {process.returncode} after "
+                           f"{len(found)} log records; see {log.name}")
+      if time.monotonic() > deadline:
+        raise RuntimeError(f"only {len(found)} log records after {timeout:.0f} s; see "
+                           f"{log.name}")
+      time.sleep(1.0)
+  finally:
+    if process.poll() is None:
+      os.killpg(process.pid, signal.SIGTERM)  # local.sh stops its processes on TERM
+      try:
+        process.wait(timeout=60)
+      except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    log.close()
+
+
+def device_name(platform: str) -> str:
+  if platform == "cpu":
+    return "CPU (fake devices)"
+  try:
+    names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    return names[0].strip()
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown GPU"
+
+
+def main() -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+  parser.add_argument("--gpus", default="1,2,4", help="GPU counts, comma-separated")
+  parser.add_argument("--modes", default=",".join(MODES), help="process, per_gpu")
+  parser.add_argument("--config", default="configs/pe.py:size=0.9b")
+  parser.add_argument("--batch_per_gpu", type=int, default=512, help="samples per GPU")
+  parser.add_argument("--log_every", type=int, default=10, help="steps per log record")
+  parser.add_argument("--warmup", type=int, default=1, help="log records dropped first")
+  parser.add_argument("--records", type=int, default=4, help="log records measured")
+  parser.add_argument("--timeout", type=float, default=900, help="seconds per measurement")
+  parser.add_argument("--platform", choices=("gpu", "cpu"), default="gpu")
+  parser.add_argument("--json", help="write the results here too")
+  args, extra = parser.parse_known_args()
+  extra = [a for a in extra if a != "--"]
+  counts = [int(g) for g in args.gpus.split(",")]
+  modes = args.modes.split(",")
+  unknown = sorted(set(modes) - set(MODES))
+  if unknown:
+    parser.error(f"unknown modes {unknown}; known: {', '.join(MODES)}")
+
+  device = device_name(args.platform)
+  print(f"{device}; config {args.config}; {args.batch_per_gpu} samples per GPU per step; "
+        f"FSDP over all GPUs", flush=True)
+  results = []
+  with tempfile.TemporaryDirectory(prefix="nupa_scaling_") as tmp:
+    for mode in modes:
+      for n in counts:
+        if mode == "per_gpu" and n == 1:
+          continue  # one process of one GPU: the same run as mode `process`
+        workdir = pathlib.Path(tmp) / f"{mode}_{n}"
+        flags = train_flags(args.config, workdir, args.batch_per_gpu * n, args.log_every,
+                            extra)
+        argv, env = command(mode, n, args.platform, flags)
+        try:
+          found = measure(argv, env, workdir, args.warmup, args.records, args.timeout)
+        except RuntimeError as e:
+          log = (workdir.parent / f"{workdir.name}.log").read_text().splitlines()[-20:]
+          print(f"{mode} x{n}: failed: {e}\n" + "\n".join(log), file=sys.stderr, flush=True)
+          results.append({"mode": mode, "gpus": n, "error": str(e)})
+          continue
+        tokens = statistics.median(r["tokens_per_s"] for r in found)
+        samples = statistics.median(r["samples_per_s"] for r in found)
+        results.append({"mode": mode, "gpus": n, "tokens_per_s": tokens,
+                        "tokens_per_s_per_gpu": tokens / n, "samples_per_s": samples,
+                        "records": [r["tokens_per_s"] for r in found]})
+        print(f"{mode} x{n}: {tokens:,.0f} tokens/s ({tokens / n:,.0f} per GPU)", flush=True)
+
+  base = next((r["tokens_per_s_per_gpu"] for r in results
+               if r["mode"] == "process" and r["gpus"] == 1 and "error" not in r), None)
+  print(f"\n{'mode':<10}{'GPUs':>5}{'tokens/s':>14}{'per GPU':>12}{'efficiency':>12}")
+  for r in results:
+    if "error" in r:
+      print(f"{r['mode']:<10}{r['gpus']:>5}  failed: {r['error']}")
+      continue
+    if base:
+      r["efficiency"] = r["tokens_per_s_per_gpu"] / base
+    eff = f"{100 * r['efficiency']:.1f}%" if base else "-"
+    print(f"{r['mode']:<10}{r['gpus']:>5}{r['tokens_per_s']:>14,.0f}"
+          f"{r['tokens_per_s_per_gpu']:>12,.0f}{eff:>12}")
+  if args.json:
+    pathlib.Path(args.json).write_text(json.dumps(
+        {"device": device, "config": args.config, "batch_per_gpu": args.batch_per_gpu,
+         "results": results}, indent=2) + "\n")
+  return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,258 @@
+"""An ablation grid as one folder of runs: run here one after another, on SLURM, or printed.
+
+    python launch/sweep.py --config=configs/pe.py[:size=tiny] \\
+        --grid "pe=rope,nope,alibi;task=add_int,add_float;seed=0,1,2" \\
+        [--runner local|slurm|print] [--out SWEEP_DIR] [--python PY] [--config.a.b=v ...]
+
+The grid is the product of its `key=v1,v2,...` groups (`;`-separated), in the order given.
+A key is one of:
+  - a config argument of the family (`pe`, `task`, `size`): appended to --config's argument
+    string (`configs/pe.py:size=tiny,pe=rope,task=add_int`);
+  - `seed`: the run's seed, `--config.seed=N --config.data.seed=N` (model init and data);
+  - a dotted config field (`train.learning_rate`): `--config.train.learning_rate=V`.
+Extra `--config.a.b=v` flags go to every run. Each run trains in SWEEP_DIR/NAME (NAME built
+from its grid values, e.g. `pe-rope_task-add_int_seed-0`) with `PY -m nupa_jax.train`.
+
+SWEEP_DIR/sweep.json records the sweep for the report tool (`python -m nupa_jax.report
+--workdirs SWEEP_DIR`): {"config", "grid", "overrides", "runner", "runs": [{"name", "workdir",
+"args", "command", "status", ...}]}.
+Runners:
+  local  runs them one after another, output in SWEEP_DIR/logs/NAME.log, status (done /
+         failed / interrupted) saved after each; a failed run does not stop the sweep, but is
+         listed at the end and makes the exit status 1. Rerunning skips runs already done.
+  slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
+         (`--sbatch_args`, `--max_parallel`; `--dry_run` prints the sbatch command instead).
+  print  prints the commands, one per line, and writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+SEED_FLAGS = ("--config.seed", "--config.data.seed")
+SWEEP_FILE = "sweep.json"
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def parse_grid(text: str) -> dict[str, list[str]]:
+  """`"a=1,2;b=x"` -> {"a": ["1", "2"], "b": ["x"]} (order kept; errors name the fix)."""
+  grid = {}
+  for group in filter(None, (g.strip() for g in text.split(";"))):
+    key, sep, values = group.partition("=")
+    key = key.strip()
+    values = [v.strip() for v in values.split(",")]
+    if not sep or not key or not all(values):
+      raise ValueError(f"grid group {group!r} is not of the form key=value1,value2,...")
+    if key in grid:
+      raise ValueError(f"grid key {key!r} appears twice; list all its values in one group")
+    if len(set(values)) != len(values):
+      raise ValueError(f"grid key {key!r} repeats a value: {','.join(values)}")
+    grid[key] = values
+  if not grid:
+    raise ValueError("--grid is empty; e.g. --grid \"pe=rope,nope;seed=0,1\"")
+  return grid
+
+
+def expand(config: str, grid: dict[str, list[str]], overrides: list[str], out: str,
+           python: str) -> list[dict]:
+  """One run per point of the grid: name, workdir, args (the grid values), argv, command."""
+  path, _, fixed = config.partition(":")
+  fixed_keys = {item.partition("=")[0].strip() for item in fixed.split(",") if item}
+  clash = sorted(fixed_keys & set(grid))
+  if clash:
+    raise ValueError(f"grid keys {clash} are also fixed in --config={config}; keep each in "
+                     "one place")
+  runs, names = [], set()
+  for values in itertools.product(*grid.values()):
+    args = dict(zip(grid, values))
+    name = "_".join(f"{k}-{_SAFE.sub('-', v)}" for k, v in args.items())
+    if name in names:
+      raise ValueError(f"two grid points share the run name {name!r}; make the values differ "
+                       "in letters, digits or ._+-")
+    names.add(name)
+    config_args = [item for item in fixed.split(",") if item]
+    flags = []
+    for key, value in args.items():
+      if key == "seed":
+        flags += [f"{flag}={value}" for flag in SEED_FLAGS]
+      elif "." in key:
+        flags.append(f"--config.{key}={value}")
+      else:
+        config_args.append(f"{key}={value}")
+    workdir = os.path.join(out, name)
+    config_flag = f"--config={path}" + (f":{','.join(config_args)}" if config_args else "")
+    argv = [python, "-m", "nupa_jax.train", config_flag, f"--workdir={workdir}", *flags,
+            *overrides]
+    runs.append({"name": name, "workdir": workdir, "args": args, "argv": argv,
+                 "command": shlex.join(argv)})
+  return runs
+
+
+class Sweep:
+  """The sweep folder and its sweep.json, saved after every status change."""
+
+  def __init__(self, out: pathlib.Path, spec: dict, runs: list[dict]):
+    self.out = out
+    self.spec = spec
+    self.runs = [{k: v for k, v in r.items() if k != "argv"} | {"status": "pending"}
+                 for r in runs]
+    self.argv = {r["name"]: r["argv"] for r in runs}
+    previous = out / SWEEP_FILE
+    if previous.is_file():  # keep what an earlier sweep with the same commands finished
+      done = {(r.get("name"), r.get("command")): r
+              for r in json.loads(previous.read_text()).get("runs", [])}
+      for run in self.runs:
+        old = done.get((run["name"], run["command"]))
+        if old is not None and old.get("status") == "done":
+          run.update(old)
+
+  def save(self) -> None:
+    self.out.mkdir(parents=True, exist_ok=True)
+    tmp = self.out / (SWEEP_FILE + ".tmp")
+    tmp.write_text(json.dumps(self.spec | {"runs": self.runs}, indent=2) + "\n")
+    tmp.replace(self.out / SWEEP_FILE)
+
+  def log_path(self, name: str) -> pathlib.Path:
+    return self.out / "logs" / f"{name}.log"
+
+
+def run_local(sweep: Sweep) -> int:
+  """Runs every run not yet done, in order; 1 if any failed."""
+  total = len(sweep.runs)
+  for i, run in enumerate(sweep.runs, 1):
+    label = f"[{i}/{total}] {run['name']}"
+    if run["status"] == "done":
+      print(f"{label}: already done", flush=True)
+      continue
+    log = sweep.log_path(run["name"])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    run.update(status="running", log=str(log))
+    sweep.save()
+    print(f"{label}: running (log {log})", flush=True)
+    start = time.monotonic()
+    try:
+      with log.open("w") as f:
+        code = subprocess.run(sweep.argv[run["name"]], stdout=f, stderr=subprocess.STDOUT,
+                              check=False).returncode
+    except KeyboardInterrupt:
+      run["status"] = "interrupted"
+      sweep.save()
+      raise
+    run.update(status="done" if code == 0 else "failed", returncode=code,
+               seconds=round(time.monotonic() - start, 1))
+    sweep.save()
+    print(f"{label}: {run['status']} in {run['seconds']} s"
+          + ("" if code == 0 else f" (exit status {code})"), flush=True)
+    if code != 0:
+      tail = log.read_text(errors="replace").splitlines()[-15:]
+      print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
+  failed = [r for r in sweep.runs if r["status"] != "done"]
+  if failed:
+    print(f"{len(failed)} of {total} runs failed: "
+          + ", ".join(f"{r['name']} ({r['log']})" for r in failed), file=sys.stderr)
+    return 1
+  print(f"all {total} runs done; results in {sweep.out}")
+  return 0
+
+
+def slurm_script(sweep: Sweep, max_parallel: int) -> str:
+  """A job array script: task i runs run i, its output in SWEEP_DIR/logs/NAME.log."""
+  array = f"0-{len(sweep.runs) - 1}" + (f"%{max_parallel}" if max_parallel else "")
+  commands = "\n".join(f"  {shlex.quote(r['command'])}" for r in sweep.runs)
+  logs = "\n".join(f"  {shlex.quote(str(sweep.log_path(r['name'])))}" for r in sweep.runs)
+  return f"""#!/usr/bin/env bash
+#SBATCH --job-name=nupa_sweep
+#SBATCH --array={array}
+#SBATCH --output={sweep.out / 'logs' / 'slurm-%A_%a.out'}
+set -euo pipefail
+cd {shlex.quote(os.getcwd())}
+commands=(
+{commands}
+)
+logs=(
+{logs}
+)
+task=${{SLURM_ARRAY_TASK_ID:?run this script with sbatch}}
+exec >"${{logs[$task]}}" 2>&1
+eval "${{commands[$task]}}"
+"""
+
+
+def run_slurm(sweep: Sweep, sbatch_args: list[str], max_parallel: int, dry_run: bool) -> int:
+  """Writes SWEEP_DIR/sweep.sbatch and submits it (or prints the sbatch command)."""
+  script = sweep.out / "sweep.sbatch"
+  (sweep.out / "logs").mkdir(parents=True, exist_ok=True)
+  script.write_text(slurm_script(sweep, max_parallel))
+  command = ["sbatch", "--parsable", *sbatch_args, str(script)]
+  for run in sweep.runs:
+    run["log"] = str(sweep.log_path(run["name"]))
+  if dry_run:
+    sweep.save()
+    print(shlex.join(command))
+    return 0
+  result = subprocess.run(command, capture_output=True, text=True, check=False)
+  if result.returncode != 0:
+    print(f"sbatch failed (exit status {result.returncode}): {result.stderr.strip()}",
+          file=sys.stderr)
+    return 1
+  job = result.stdout.strip().split(";")[0]
+  for i, run in enumerate(sweep.runs):
+    run.update(status="submitted", slurm_job=f"{job}_{i}")
+  sweep.save()
+  print(f"submitted job array {job}: {len(sweep.runs)} runs; logs in {sweep.out / 'logs'}")
+  return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(
+      description=__doc__.split("\n\n", 1)[0],
+      epilog="Extra --config.a.b=v flags are passed to every run.")
+  parser.add_argument("--config", required=True, help="configs/FAMILY.py[:fixed=args]")
+  parser.add_argument("--grid", required=True, help='"key=v1,v2;key2=..."')
+  parser.add_argument("--runner", choices=("local", "slurm", "print"), default="local")
+  parser.add_argument("--out", help="sweep folder (default runs/sweep_FAMILY)")
+  parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable),
+                      help="interpreter that runs -m nupa_jax.train (default $PYTHON, else "
+                           "this one)")
+  parser.add_argument("--sbatch_args", default="", help="slurm: options for sbatch")
+  parser.add_argument("--max_parallel", type=int, default=0,
+                      help="slurm: at most this many array tasks at once (0 = no limit)")
+  parser.add_argument("--dry_run", action="store_true",
+                      help="slurm: write the script, print the sbatch command, submit nothing")
+  args, overrides = parser.parse_known_args(argv)
+  bad = [o for o in overrides if not re.match(r"--config\.[\w.]+=", o)]
+  if bad:
+    parser.error(f"unrecognized arguments {bad}; config overrides are written "
+                 "--config.a.b=value")
+  config_file = args.config.partition(":")[0]
+  if not pathlib.Path(config_file).is_file():
+    parser.error(f"--config={args.config}: no file {config_file} (run from the repository "
+                 "root, or give its path)")
+  out = args.out or os.path.join("runs", f"sweep_{pathlib.Path(config_file).stem}")
+  try:
+    grid = parse_grid(args.grid)
+    runs = expand(args.config, grid, overrides, out, args.python)
+  except ValueError as e:
+    parser.error(str(e))
+  if args.runner == "print":
+    for run in runs:
+      print(run["command"])
+    return 0
+  sweep = Sweep(pathlib.Path(out),
+                {"config": args.config, "grid": grid, "overrides": overrides,
+                 "runner": args.runner}, runs)
+  if args.runner == "slurm":
+    return run_slurm(sweep, shlex.split(args.sbatch_args), args.max_parallel, args.dry_run)
+  return run_local(sweep)
+
+
+if __name__ == "__main__":
+  sys.exit(main())

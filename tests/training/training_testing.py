@@ -1,0 +1,58 @@
+"""Shared by the training tests: a micro config (one small layer, short samples) that runs
+the real trainer in seconds, and the command line that selects it."""
+import os
+import pathlib
+import subprocess
+import sys
+
+from configs import pe
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# Overrides of configs/pe.py:size=tiny that keep compile and step times small.
+MICRO = {
+    "model.num_layers": 1, "model.hidden": 32, "model.mlp": 64, "model.heads": 4,
+    "model.kv_heads": 2, "train.batch_size": 16, "data.samples_per_row": 4,
+    "data.train_digits": (1, 4), "eval.digits": (3, 4), "eval.per_length": 0,
+    "eval.validation_batches": 1, "eval.batch_size": 8, "train.log_every": 1,
+    "train.warmup_steps": 2,
+}
+
+
+def micro_config(**overrides):
+  config = pe.get_config("size=tiny")
+  for key, value in {**MICRO, **overrides}.items():
+    section, name = key.split(".")
+    config[section][name] = value
+  return config
+
+
+def micro_args(workdir, **overrides) -> list[str]:
+  """`python -m nupa_jax.train` arguments for the micro config."""
+  args = ["--config=configs/pe.py:size=tiny", f"--workdir={workdir}"]
+  for key, value in {**MICRO, **overrides}.items():
+    args.append(f"--config.{key}={value}".replace(" ", ""))
+  return args
+
+
+def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
+  """Environment of a subprocess with `devices` fake CPU devices; `cache` shares compiled
+  programs between the runs of one test (the persistent compilation cache)."""
+  out = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+             JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+  if cache is not None:
+    out.update(JAX_COMPILATION_CACHE_DIR=str(cache),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+  return out
+
+
+def run(module: str, args: list[str], devices: int = 1, cache=None, check: bool = True,
+        timeout: int = 300) -> subprocess.CompletedProcess:
+  result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
+                          env=env(devices, cache), capture_output=True, text=True,
+                          timeout=timeout)
+  if check and result.returncode:
+    raise AssertionError(f"{module} failed ({result.returncode}):\n{result.stdout}\n"
+                         f"{result.stderr[-4000:]}")
+  return result
