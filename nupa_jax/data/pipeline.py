@@ -9,6 +9,7 @@ enough to resume (with any number of processes) exactly where a run stopped.
 """
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -113,6 +114,10 @@ class Pipeline:
                        f"up to {longest}: raise config.data.seq_len={self.seq_len} (0 sizes it "
                        f"automatically) or lower config.data.samples_per_row")
     self.expected_padding = 1 - mean_row / self.seq_len
+    # Each batcher gets its own copy: the encoder fills caches as it works, so a source in
+    # use by one iterator's prefetch thread must not be shared with (or pickled for the
+    # workers of) another.
+    self._frozen_source = pickle.dumps(self.source)
 
   @property
   def rows(self) -> int:
@@ -134,8 +139,8 @@ class Pipeline:
   def batcher(self, split: str, rows: range | None = None) -> batches.Batcher:
     """The numpy batch maker of `split` for global `rows` (default all)."""
     rows = range(self.rows) if rows is None else rows
-    return batches.Batcher(self.source, self.stream(split), self.settings.samples_per_row,
-                           self.seq_len, rows)
+    return batches.Batcher(pickle.loads(self._frozen_source), self.stream(split),
+                           self.settings.samples_per_row, self.seq_len, rows)
 
   def local_rows(self, sharding: jax.sharding.Sharding | None = None,
                  process_index: int | None = None, process_count: int | None = None) -> range:

@@ -91,6 +91,11 @@ class _Expr:
       return None
     return self.template.format(*(literal(atom(env)) for atom in self.atoms))
 
+  def check(self, env: dict[str, Any]) -> tuple[bool, str]:
+    """A loop or branch test: its truth and `<shown> is True|False`."""
+    value = self.value(env)
+    return bool(value), f"{self.shown(env) or literal(value)} is {bool(value)}"
+
 
 def _is_literal(node: ast.expr) -> bool:
   try:
@@ -145,7 +150,6 @@ class _Assignment:
 @dataclasses.dataclass(frozen=True)
 class _Block:
   """Straight-line assignments shown as one code block."""
-  rule: str
   code: str
   assignments: tuple[_Assignment, ...]
 
@@ -165,7 +169,6 @@ class _Block:
 @dataclasses.dataclass(frozen=True)
 class _Call:
   """`targets = callee(args)` or `return callee(args)`: the callee's whole trace, nested."""
-  rule: str
   code: str
   targets: tuple[str, ...]  # () for a return
   callee: str
@@ -184,7 +187,6 @@ class _Call:
 
 @dataclasses.dataclass(frozen=True)
 class _Return:
-  rule: str
   code: str
   expr: _Expr
 
@@ -204,9 +206,8 @@ class _While:
   def run(self, env, out, counter):
     while True:
       counter.tick(self.rule)
-      value = self.test.value(env)
-      shown = self.test.shown(env) or literal(value)
-      out += [FENCE, self.code, FENCE, f"check the stop criterion: {shown} is {bool(value)}"]
+      value, text = self.test.check(env)
+      out += [FENCE, self.code, FENCE, f"check the stop criterion: {text}"]
       if not value:
         out.append("end the loop")
         return _CONTINUE
@@ -218,7 +219,6 @@ class _While:
 
 @dataclasses.dataclass(frozen=True)
 class _If:
-  rule: str
   code: str
   test: _Expr
   body: tuple
@@ -226,9 +226,8 @@ class _If:
   elif_: bool
 
   def run(self, env, out, counter):
-    value = self.test.value(env)
-    shown = self.test.shown(env) or literal(value)
-    out += [FENCE, self.code, FENCE, f"check the condition: {shown} is {bool(value)}"]
+    value, text = self.test.check(env)
+    out += [FENCE, self.code, FENCE, f"check the condition: {text}"]
     if value:
       out.append("enter the branch")
       return _run(self.body, env, out, counter)
@@ -387,7 +386,7 @@ class _Compiler:
 
     def flush():
       if group:
-        steps.append(_Block(self.name, self.code(group[0], group[-1]),
+        steps.append(_Block(self.code(group[0], group[-1]),
                             tuple(self.assignment(s) for s in group)))
         group.clear()
 
@@ -406,12 +405,12 @@ class _Compiler:
   def compound(self, stmt: ast.stmt, call: ast.Call | None):
     if call is not None:
       targets = () if isinstance(stmt, ast.Return) else self.targets(stmt)
-      return _Call(self.name, self.code(stmt), targets, call.func.id,
+      return _Call(self.code(stmt), targets, call.func.id,
                    tuple(_Expr(a) for a in call.args))
     if isinstance(stmt, ast.Return):
       if stmt.value is None:
         raise self.error(stmt, "return a value")
-      return _Return(self.name, self.code(stmt), _Expr(stmt.value))
+      return _Return(self.code(stmt), _Expr(stmt.value))
     if isinstance(stmt, ast.While):
       if stmt.orelse:
         raise self.error(stmt, "while ... else is not supported")
@@ -419,7 +418,7 @@ class _Compiler:
     if isinstance(stmt, ast.If):
       is_elif = (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
                  and self.header(stmt.orelse[0]).startswith("elif"))
-      return _If(self.name, self.header(stmt), _Expr(stmt.test), self.body(stmt.body),
+      return _If(self.header(stmt), _Expr(stmt.test), self.body(stmt.body),
                  self.body(stmt.orelse), is_elif)
     raise self.error(stmt, f"{type(stmt).__name__} statements are not supported; use "
                            "assignments, if, while and return")

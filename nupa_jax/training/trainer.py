@@ -209,11 +209,11 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       ckpt_now = eval_now or step % ckpt_every == 0
       if log_now or ckpt_now:
         window.fetch()
+      paused = time.perf_counter()  # writing, evaluating, saving: not training time
       if log_now:
         record, steps_per_s = window.record(step, samples_seen)
         writer.write(record)
         progress.log(record, steps_per_s)
-      paused = time.perf_counter()
       val_loss = None
       if eval_now:
         val_loss, results = _evaluate(run, state, eval_step, validation, step, samples_seen,

@@ -61,3 +61,19 @@ def test_only_cells_with_test_questions_are_hashed():
   cells = exclusion.test_cells({"add_int": range(1, 6), "add_frac": [1, 2]})
   assert cells == {("add_int", 3), ("add_int", 4), ("add_int", 5), ("add_frac", 1),
                    ("add_frac", 2)}
+
+
+@pytest.mark.slow
+def test_every_task_at_training_lengths_stays_out_of_the_full_test_set():
+  """All tasks, 1-8 digits, the benchmark's 1000 questions a length: 40 batches of 256."""
+  c = data_testing.config(tasks={"all": 1.0}, seq_len=0, samples_per_row=16)
+  c.data.batch_size = 256
+  p = data.Pipeline(c)
+  frozen = {(q.task, q.a, q.b) for q in testset.iter_test_set(list(p.mixture.task_lengths()))
+            if q.digits <= 8}
+  samples = p.samples("train", 0, 40 * 256)
+  assert not any((q.task, q.a, q.b) in frozen for q in samples)
+  assert sum(q.test_redraws for q in samples) > 0
+  shares = {task: sum(q.task == task for q in samples) / len(samples)
+            for task in p.mixture.task_probs()}
+  assert shares == pytest.approx(p.mixture.task_probs(), abs=0.002)

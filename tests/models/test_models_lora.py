@@ -11,9 +11,10 @@ import model_testing
 from model_testing import VOCAB, tiny
 
 TOKENS = np.random.default_rng(0).integers(1, VOCAB, (2, 9)).astype(np.int32)
+TARGETS = ("q", "o", "down")   # one shape family each: fewer compiles than all seven
 
 
-def _adapted(dropout=0.0, targets=lora.TARGETS):
+def _adapted(dropout=0.0, targets=TARGETS):
   model = model_testing.build(tiny("rope"))
   before = model_testing.forward(model, TOKENS)
   lora.apply(model, rank=4, alpha=8.0, dropout=dropout, targets=targets, rngs=nnx.Rngs(1))
@@ -29,11 +30,11 @@ def test_zero_initialised_adapters_leave_outputs_unchanged_and_have_layer_axes()
   assert q["b"].get_metadata()["out_sharding"] == ("layers", None, "heads", "head_dim")
   o = adapters["layers"]["attn"]["o"]["lora"]
   assert o["a"].shape == (2, 4, 32, 4) and o["b"].shape == (2, 4, 128)
-  assert len(jax.tree.leaves(adapters)) == 2 * len(lora.TARGETS)
+  assert len(jax.tree.leaves(adapters)) == 2 * len(TARGETS)
 
 
 def test_only_adapters_train_and_merging_keeps_the_function():
-  model, _ = _adapted(targets=("q", "v", "down"))
+  model, _ = _adapted()
   base = jax.tree.map(np.asarray, nnx.state(model, nnx.Param))
   optimizer = nnx.Optimizer(model, optax.sgd(0.5), wrt=lora.LoRAParam)
   graphdef, state = nnx.split((model, optimizer))

@@ -109,6 +109,7 @@ def test_jitted_train_step_of_tiny_preset_has_finite_gradients_and_learns():
   assert losses[-1] < losses[0] - 0.1
 
 
+@pytest.mark.slow
 def test_remat_gives_the_same_gradients():
   batch = _batch()
   grads = {}

@@ -1,0 +1,140 @@
+"""launch/sweep.py: grids expand to the right runs, failures are recorded and reported.
+
+Nothing trains here: `--python` points at a fake interpreter that records its arguments and
+fails for the runs a test chooses, so the runners' bookkeeping is what is tested.
+"""
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SWEEP = ROOT / "launch" / "sweep.py"
+
+
+def _sweep(*args: str, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, str(SWEEP), *args], cwd=cwd, capture_output=True,
+                        text=True, timeout=120, check=False, env=env)
+
+
+def _fake_python(tmp_path: pathlib.Path, fail_on: str) -> pathlib.Path:
+  """An interpreter stand-in: logs each call, fails (status 7) when `fail_on` is an argument."""
+  path = tmp_path / "fake_python"
+  path.write_text(f"""#!/usr/bin/env bash
+printf '%s\\n' "$*" >> {tmp_path}/calls
+for arg in "$@"; do
+  if [[ "$arg" == {shlex.quote(fail_on)} ]]; then echo "loss became nan" >&2; exit 7; fi
+done
+echo "trained"
+""")
+  path.chmod(0o755)
+  return path
+
+
+def _calls(tmp_path: pathlib.Path) -> list[str]:
+  path = tmp_path / "calls"
+  return path.read_text().splitlines() if path.exists() else []
+
+
+def test_print_expands_the_issue_grid_in_order():
+  result = _sweep("--config=configs/pe.py", "--runner=print", "--out=runs/s", "--python=py",
+                  "--grid", "pe=rope,nope,alibi;task=add_int,add_float;seed=0,1,2")
+  assert result.returncode == 0, result.stderr
+  lines = result.stdout.splitlines()
+  assert len(lines) == 18
+  assert lines[:2] == [
+      "py -m nupa_jax.train --config=configs/pe.py:pe=rope,task=add_int "
+      "--workdir=runs/s/pe-rope_task-add_int_seed-0 --config.seed=0 --config.data.seed=0",
+      "py -m nupa_jax.train --config=configs/pe.py:pe=rope,task=add_int "
+      "--workdir=runs/s/pe-rope_task-add_int_seed-1 --config.seed=1 --config.data.seed=1"]
+  assert lines[-1] == (
+      "py -m nupa_jax.train --config=configs/pe.py:pe=alibi,task=add_float "
+      "--workdir=runs/s/pe-alibi_task-add_float_seed-2 --config.seed=2 --config.data.seed=2")
+  points = set()
+  for line in lines:
+    argv = shlex.split(line)
+    config = argv[3].split(":")[1]
+    seed = argv[5].split("=")[1]
+    points.add((config, seed))
+  assert points == {(f"pe={pe},task={task}", seed) for pe in ("rope", "nope", "alibi")
+                    for task in ("add_int", "add_float") for seed in "012"}
+
+
+def test_fixed_args_dotted_keys_and_overrides(tmp_path):
+  result = _sweep("--config=configs/pe.py:size=tiny", "--runner=print", "--out=o",
+                  "--python=py", "--grid", "train.learning_rate=1e-3,3e-4; pe=fire",
+                  "--config.train.steps=50")
+  assert result.stdout.splitlines() == [
+      "py -m nupa_jax.train --config=configs/pe.py:size=tiny,pe=fire "
+      f"--workdir=o/train.learning_rate-{lr}_pe-fire --config.train.learning_rate={lr} "
+      "--config.train.steps=50" for lr in ("1e-3", "3e-4")]
+  assert not (tmp_path / "o").exists() and not (ROOT / "o").exists()  # print writes nothing
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--grid", "pe"], "grid group 'pe' is not of the form key=value1,value2"),
+    (["--grid", "pe=rope;pe=nope"], "grid key 'pe' appears twice"),
+    (["--grid", "pe=rope,rope"], "grid key 'pe' repeats a value"),
+    (["--grid", "size=tiny"], "grid keys ['size'] are also fixed in --config"),
+    (["--grid", "pe=rope", "--steps=3"], "config overrides are written --config.a.b=value"),
+    (["--grid", "pe=a/b,a-b"], "two grid points share the run name 'pe-a-b'"),
+])
+def test_errors_name_the_fix(args, message):
+  result = _sweep("--config=configs/pe.py:size=tiny", "--runner=print", *args)
+  assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_missing_config_file():
+  result = _sweep("--config=configs/nope.py", "--grid=pe=rope", "--runner=print")
+  assert result.returncode == 2 and "no file configs/nope.py" in result.stderr
+
+
+def test_local_runner_reports_a_failing_run_and_reruns_only_it(tmp_path):
+  python = _fake_python(tmp_path, fail_on="--config.seed=1")
+  out = tmp_path / "sweep"
+  args = ("--config=configs/pe.py:size=tiny", "--grid=pe=rope;seed=0,1,2", f"--out={out}",
+          f"--python={python}")
+  result = _sweep(*args)
+  assert result.returncode == 1
+  assert "1 of 3 runs failed: pe-rope_seed-1" in result.stderr
+  assert "loss became nan" in result.stderr  # the failed run's log tail is shown
+  spec = json.loads((out / "sweep.json").read_text())
+  assert spec["config"] == "configs/pe.py:size=tiny"
+  assert spec["grid"] == {"pe": ["rope"], "seed": ["0", "1", "2"]}
+  runs = spec["runs"]
+  assert [(r["name"], r["status"], r["returncode"]) for r in runs] == [
+      ("pe-rope_seed-0", "done", 0), ("pe-rope_seed-1", "failed", 7),
+      ("pe-rope_seed-2", "done", 0)]  # the sweep went on after the failure
+  assert [r["args"] for r in runs] == [{"pe": "rope", "seed": s} for s in "012"]
+  assert all(r["workdir"] == str(out / r["name"]) for r in runs)
+  assert shlex.split(runs[1]["command"])[0] == str(python)
+  assert (out / "logs" / "pe-rope_seed-1.log").read_text() == "loss became nan\n"
+  assert len(_calls(tmp_path)) == 3
+
+  result = _sweep(*args)  # runs already done are skipped; the failed one is retried
+  assert result.returncode == 1 and len(_calls(tmp_path)) == 4
+  assert "--config.seed=1" in _calls(tmp_path)[-1]
+
+
+def test_slurm_dry_run_writes_a_job_array_that_runs_each_run(tmp_path):
+  python = _fake_python(tmp_path, fail_on="never")
+  out = tmp_path / "sweep"
+  result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope,alibi", f"--out={out}",
+                  f"--python={python}", "--runner=slurm", "--dry_run", "--max_parallel=1",
+                  "--sbatch_args=--partition=gpu --gpus=1")
+  assert result.returncode == 0, result.stderr
+  script = out / "sweep.sbatch"
+  assert result.stdout.strip() == (
+      f"sbatch --parsable --partition=gpu --gpus=1 {script}")
+  assert "#SBATCH --array=0-1%1" in script.read_text()
+  assert [r["status"] for r in json.loads((out / "sweep.json").read_text())["runs"]] == [
+      "pending", "pending"]
+  env = dict(os.environ, SLURM_ARRAY_TASK_ID="1")
+  subprocess.run(["bash", str(script)], env=env, check=True, timeout=60)
+  (call,) = _calls(tmp_path)
+  assert "--config=configs/pe.py:size=tiny,pe=alibi" in call.split()
+  assert (out / "logs" / "pe-alibi.log").read_text() == "trained\n"

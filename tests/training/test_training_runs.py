@@ -1,0 +1,135 @@
+"""The main job end to end, in subprocesses: sharded = single-device losses, SIGKILL and
+resume = an uninterrupted run bit for bit, the evaluate CLI on a saved checkpoint, and
+config errors that name their fix."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from nupa_jax.training import trainer
+
+import training_testing
+
+STEP_FIELDS = ("step", "samples_seen", "loss", "learning_rate", "grad_norm")
+
+
+def step_records(workdir: pathlib.Path) -> list[dict]:
+  lines = (workdir / "train_metrics.jsonl").read_text().splitlines()
+  return [r for r in map(json.loads, lines) if "event" not in r]
+
+
+def test_sharded_run_matches_single_device(tmp_path):
+  """Mesh data 2 x fsdp 2 x tensor 2 on 8 fake devices: the same losses as one device."""
+  steps = {"train.steps": 4}
+  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "one", **steps))
+  training_testing.run("nupa_jax.train", training_testing.micro_args(
+      tmp_path / "eight", **steps, **{"mesh.shape": "{'data':2,'fsdp':2,'tensor':2}"}),
+      devices=8)
+  one, eight = step_records(tmp_path / "one"), step_records(tmp_path / "eight")
+  assert [r["step"] for r in one] == [r["step"] for r in eight] == [1, 2, 3, 4]
+  for a, b in zip(one, eight):
+    np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
+                               rtol=2e-5)
+  assert one[-1]["loss"] < one[0]["loss"]
+
+
+def _committed_steps(workdir: pathlib.Path) -> list[int]:
+  directory = workdir / "checkpoints"
+  return sorted(int(p.name) for p in directory.glob("*") if p.name.isdigit()) if (
+      directory.exists()) else []
+
+
+def _logged_steps(workdir: pathlib.Path) -> list[int]:
+  path = workdir / "train_metrics.jsonl"
+  steps = []
+  for line in path.read_text().splitlines() if path.exists() else []:
+    try:
+      steps.append(json.loads(line)["step"])
+    except (json.JSONDecodeError, KeyError):
+      pass
+  return steps
+
+
+def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_path):
+  total = 60
+  settings = {"train.steps": total, "checkpoint.every": 5}
+  cache = tmp_path / "jax_cache"
+  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings),
+                       cache=cache)
+  killed = tmp_path / "killed"
+  process = subprocess.Popen(
+      [sys.executable, "-m", "nupa_jax.train", *training_testing.micro_args(killed, **settings)],
+      cwd=training_testing.ROOT, env=training_testing.env(cache=cache),
+      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 240
+  while time.time() < deadline and process.poll() is None:
+    committed = _committed_steps(killed)
+    if committed and max(_logged_steps(killed), default=0) >= committed[-1] + 2:
+      break
+    time.sleep(0.005)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  logged_before = max(_logged_steps(killed), default=0)
+  assert process.returncode == -signal.SIGKILL and logged_before < total, (
+      "the run ended before it could be killed mid-way")
+  resumed = training_testing.run(
+      "nupa_jax.train", training_testing.micro_args(killed, **settings), cache=cache)
+  restored = int(resumed.stdout.split("resuming from the checkpoint of step ")[1].split()[0])
+  assert 0 < restored < logged_before
+
+  reference, after = step_records(tmp_path / "ref"), step_records(killed)
+  assert [r["step"] for r in after] == list(range(1, total + 1))  # each step once
+  for a, b in zip(reference, after):
+    assert [a[k] for k in STEP_FIELDS] == [b[k] for k in STEP_FIELDS]  # bit for bit
+  events = [json.loads(line) for line in (killed / "train_metrics.jsonl").read_text().splitlines()
+            if '"event"' in line]
+  assert {"event": "resume", "step": restored} in events
+
+  # The evaluate CLI on the finished run's best checkpoint.
+  result = training_testing.run("nupa_jax.evaluate", [
+      f"--workdir={killed}", "--checkpoint=latest", "--per-length", "3", "--tasks=add_int"],
+      cache=cache)
+  report = json.loads((killed / "eval" / f"step_{total}.json").read_text())
+  assert json.loads((killed / "eval" / "latest.json").read_text()) == report
+  assert report["_meta"]["step"] == total and report["_meta"]["samples_seen"] == total * 16
+  add = report["add_int"]
+  assert sorted(map(int, add["per_digit"])) == [3, 4]
+  assert add["S"]["n"] == 6 and add["M"]["n"] == 0
+  assert set(add["S"]) == {"exact_match", "digit_match", "dlength", "n"}
+  assert "well_learned_digits" in add and "performance_preserving_digits" in add
+  assert "add_int" in result.stdout and "S EM/DM/dlen" in result.stdout
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"model.posenc": {"name": "rpoe"}}, "unknown positional encoding 'rpoe'; known: "),
+    ({"mesh.shape": {"data": 3, "fsdp": 1, "tensor": 1}},
+     "config.mesh.shape .* uses 3 devices but 1 are available"),
+    ({"data.tasks": {"add_integer": 1.0}}, "add_integer"),
+])
+def test_config_errors_name_the_fix(tmp_path, overrides, message):
+  config = training_testing.micro_config()
+  for key, value in overrides.items():
+    section, name = key.split(".")
+    config[section][name] = value
+  with pytest.raises(trainer.ConfigError, match=message):
+    trainer.train_and_evaluate(config, tmp_path)
+  assert not (tmp_path / "checkpoints").exists()
+
+
+def test_cli_without_workdir_or_with_an_unknown_pe_says_so(tmp_path):
+  missing = training_testing.run("nupa_jax.train", ["--config=configs/pe.py:size=tiny"],
+                                 check=False)
+  assert missing.returncode != 0 and "--workdir" in missing.stderr
+  bad_pe = training_testing.run("nupa_jax.train", [
+      "--config=configs/pe.py:pe=rpoe,size=tiny", f"--workdir={tmp_path}"], check=False)
+  assert bad_pe.returncode == 2
+  assert "config error: unknown positional encoding 'rpoe'" in bad_pe.stderr
+  typo = training_testing.run("nupa_jax.train", [
+      "--config=configs/pe.py:pee=rope", f"--workdir={tmp_path}"], check=False)
+  assert typo.returncode != 0 and "unknown config argument 'pee'" in typo.stderr
