@@ -5,6 +5,7 @@ import pytest
 
 import data_testing
 from nupa_jax import data
+from nupa_jax import tasks
 from nupa_jax.benchmark import testset
 from nupa_jax.data import exclusion
 
@@ -69,11 +70,15 @@ def test_every_task_at_training_lengths_stays_out_of_the_full_test_set():
   c = data_testing.config(tasks={"all": 1.0}, seq_len=0, samples_per_row=16)
   c.data.batch_size = 256
   p = data.Pipeline(c)
-  frozen = {(q.task, q.a, q.b) for q in testset.iter_test_set(list(p.mixture.task_lengths()))
-            if q.digits <= 8}
+  frozen = {(q.task, q.a, q.b) for name in p.mixture.task_lengths()
+            for n in tasks.get(name).test_digits if n <= 8
+            for q in testset.questions(name, n, 0, 1000)}
   samples = p.samples("train", 0, 40 * 256)
   assert not any((q.task, q.a, q.b) in frozen for q in samples)
   assert sum(q.test_redraws for q in samples) > 0
   shares = {task: sum(q.task == task for q in samples) / len(samples)
             for task in p.mixture.task_probs()}
-  assert shares == pytest.approx(p.mixture.task_probs(), abs=0.002)
+  # A batch holds each cell within one of its share, but the 8 cells of a task share the
+  # batch's systematic offset and may move together: over 40 batches a task's share has a
+  # deviation of up to 8 sqrt(0.6 * 0.4 / 40) / 256 = 0.0024.
+  assert shares == pytest.approx(p.mixture.task_probs(), abs=0.008)
