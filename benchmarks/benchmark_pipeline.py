@@ -4,7 +4,9 @@
     python benchmarks/benchmark_pipeline.py --tasks=all --batch_size=256 --device
 
 For each worker count it builds the pipeline of the paper's setting (tasks, 1-8 digits, batch
-256, packed rows), skips the first batches (worker start-up), then times `--batches` batches.
+256, packed rows), skips the first batches (worker start-up), consumes batches for
+`--seconds` and reports the rate over the second half of that time, when the batches the
+workers prefetched during start-up are used up and only the steady rate remains.
 `--device` also turns every batch into a global jax.Array on all local devices, as the trainer
 does. Compare samples/s with the train step's (benchmarks of the trainer) on the same machine.
 """
@@ -24,8 +26,8 @@ _PACKING = flags.DEFINE_enum("packing", "packed", ["packed", "padded"], "row lay
 _PER_ROW = flags.DEFINE_integer("samples_per_row", 16, "samples a packed row holds")
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 0, "row length; 0 = auto")
 _WORKERS = flags.DEFINE_list("num_workers", ["0", "1", "2"], "grain worker counts to time")
-_BATCHES = flags.DEFINE_integer("batches", 40, "timed batches per worker count")
-_WARMUP = flags.DEFINE_integer("warmup", 4, "untimed batches first (worker start-up)")
+_SECONDS = flags.DEFINE_float("seconds", 10.0, "consumption time per worker count")
+_WARMUP = flags.DEFINE_integer("warmup", 2, "untimed batches first (worker start-up)")
 _DEVICE = flags.DEFINE_bool("device", False, "make global jax.Arrays on all local devices")
 
 
@@ -56,21 +58,23 @@ def main(argv):
                                  process_count=1) as run:
       for _ in range(_WARMUP.value):
         next(run)
-      before = run.stats()
       start = time.perf_counter()
-      for _ in range(_BATCHES.value):
+      marks = []  # (seconds since start, stats) after each batch
+      while not marks or marks[-1][0] < _SECONDS.value:
         batch = next(run)
-      if mesh is not None:
-        batch["inputs"].block_until_ready()
-      seconds = time.perf_counter() - start
-      after = run.stats()
+        if mesh is not None:
+          batch["inputs"].block_until_ready()
+        marks.append((time.perf_counter() - start, run.stats()))
+    half = next(i for i, (t, _) in enumerate(marks) if t >= marks[-1][0] / 2)
+    (t0, before), (t1, after) = marks[half], marks[-1]
+    seconds, count = t1 - t0, len(marks) - 1 - half
     samples = after["samples"] - before["samples"]
     tokens = after["tokens"] - before["tokens"]
     positions = after["positions"] - before["positions"]
     print(f"workers={workers}: {samples / seconds:,.0f} samples/s, {tokens / seconds:,.0f} "
           f"tokens/s ({positions / seconds:,.0f} positions/s incl. padding), padding "
-          f"{1 - tokens / positions:.3f}, {seconds / _BATCHES.value * 1e3:.1f} ms/batch")
-
+          f"{1 - tokens / positions:.3f}, {seconds / count * 1e3:.1f} ms/batch over {count} "
+          f"batches")
 
 if __name__ == "__main__":
   app.run(main)

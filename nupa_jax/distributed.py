@@ -168,7 +168,12 @@ def _exit_at_once_on_error() -> None:
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
-  """Defines --coordinator_address, --num_processes, --process_id (once, in an entry point)."""
+  """Defines --coordinator_address, --num_processes, --process_id for an entry point.
+
+  Idempotent: train.py and evaluate.py both call it, and may be imported into one process.
+  """
+  if "process_id" in flag_values:
+    return
   flags.DEFINE_string("coordinator_address", None,
                       f"host:port of process 0's coordinator (default ${ENV_COORDINATOR}, "
                       "or detected under srun / mpirun / Cloud TPU)", flag_values=flag_values)

@@ -14,9 +14,10 @@ answer format and need the text layer's rule.
 
 Shapes are fixed (max_new_tokens), decoding stops early once every row has emitted EOS, and
 everything after a row's EOS is pad. Greedy when temperature == 0, otherwise sampling with
-temperature and nucleus (top-p) filtering (the paper used 0.6 / 0.9). Recompilation happens
-only for new shapes, a new model structure or new static settings; pass `next_features` as a
-long-lived (hashable) object, not a fresh lambda per call.
+temperature and nucleus (top-p) filtering (the paper used 0.6 / 0.9); temperature and top_p
+are traced, so changing them does not recompile. Recompilation happens only for new shapes, a
+new model structure, new eos/pad ids or a new `next_features`: pass it as a long-lived
+(hashable) object, not a fresh lambda per call.
 """
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
   rng: required when temperature > 0.
   """
   graphdef, state = nnx.split(model) if isinstance(model, nnx.Module) else model
+  if temperature < 0:
+    raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
   if temperature > 0 and rng is None:
     raise ValueError("sampling (temperature > 0) needs rng=")
   if not 0 < top_p <= 1:
@@ -72,31 +75,32 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
   rng = jax.random.key(0) if rng is None else rng
   return _generate(graphdef, state, jnp.asarray(prompts, jnp.int32),
                    jnp.asarray(prompt_lengths, jnp.int32), features, rng,
+                   jnp.float32(temperature), jnp.float32(top_p), greedy=temperature == 0,
                    max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id,
-                   temperature=float(temperature), top_p=float(top_p),
                    next_features=next_features)
 
 
-def sample_token(logits: jax.Array, key: jax.Array, temperature: float,
-                 top_p: float) -> jax.Array:
-  """int32[B] from float32[B, V]: argmax if temperature == 0, else top-p sampling."""
-  if temperature == 0:
-    return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+def sample_token(logits: jax.Array, key: jax.Array, temperature: jax.Array | float,
+                 top_p: jax.Array | float) -> jax.Array:
+  """int32[B] from float32[B, V] by sampling at a temperature > 0 within the top-p nucleus."""
   logits = logits / temperature
-  if top_p < 1:
+
+  def nucleus(logits):
     ordered = jnp.sort(logits, axis=-1)[:, ::-1]
     probs = jax.nn.softmax(ordered, axis=-1)
     # Keep the smallest prefix whose mass reaches top_p (the first token always).
     keep = jnp.cumsum(probs, axis=-1) - probs < top_p
     cutoff = jnp.min(jnp.where(keep, ordered, jnp.inf), axis=-1, keepdims=True)
-    logits = jnp.where(logits < cutoff, -jnp.inf, logits)
+    return jnp.where(logits < cutoff, -jnp.inf, logits)
+
+  logits = jax.lax.cond(top_p < 1, nucleus, lambda x: x, logits)
   return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "max_new_tokens", "eos_id", "pad_id",
-                                             "temperature", "top_p", "next_features"))
-def _generate(graphdef, state, prompts, lengths, features, rng, *, max_new_tokens, eos_id,
-              pad_id, temperature, top_p, next_features):
+@functools.partial(jax.jit, static_argnames=("graphdef", "greedy", "max_new_tokens", "eos_id",
+                                             "pad_id", "next_features"))
+def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top_p, *, greedy,
+              max_new_tokens, eos_id, pad_id, next_features):
   model = nnx.merge(graphdef, state)
   batch, width = prompts.shape
   source = jnp.arange(width)[None, :] - (width - lengths)[:, None]   # left-aligning gather
@@ -115,7 +119,9 @@ def _generate(graphdef, state, prompts, lengths, features, rng, *, max_new_token
   def step(carry):
     i, out, logits, cache, done, previous, rng = carry
     rng, key = jax.random.split(rng)
-    token = jnp.where(done, pad_id, sample_token(logits, key, temperature, top_p))
+    token = (jnp.argmax(logits, axis=-1).astype(jnp.int32) if greedy
+             else sample_token(logits, key, temperature, top_p))
+    token = jnp.where(done, pad_id, token)
     out = out.at[:, i].set(token)
     done = done | (token == eos_id)
     current = next_features(previous, token) if next_features is not None else {}

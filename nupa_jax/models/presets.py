@@ -24,7 +24,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "3b": dict(num_layers=24, hidden=3072, mlp=10752, heads=24, kv_heads=6),
 }
 
-ATTENTION_IMPLS = ("cudnn", "xla")
+ATTENTION_IMPLS = ("auto", "cudnn", "xla")
 REMAT_POLICIES = ("dots", "full", "none")
 
 
@@ -42,13 +42,13 @@ class ModelConfig:
   dtype: str = "bfloat16"          # compute dtype of activations and matmuls
   param_dtype: str = "float32"
   posenc: tuple = (("name", "rope"),)  # frozen {"name": ..., **options}
-  attention_impl: str = "xla"      # jax.nn.dot_product_attention implementation
+  attention_impl: str = "auto"     # xla | cudnn | auto (cudnn where it applies, see attention)
   max_len: int = 2048              # longest sequence learned position tables must cover
   digit_embeddings: bool = False   # compose number-token embeddings from per-place digits
   norm_eps: float = 1e-5
   init_std: float = 0.02           # Hugging Face Llama's initializer_range
   remat: str = "none"              # none | full | dots (keep matmul outputs)
-  scan_unroll: int = 1             # layers per step of the scan over layers
+  scan_unroll: int | bool = True   # layers per step of the scan over layers (True: all)
 
   @property
   def posenc_options(self) -> dict[str, Any]:

@@ -53,4 +53,7 @@ def initialise(state_spec: StateSpec, model_config, vocab_size: int, *, seed: in
   def create():
     return nnx.split(_build(model_config, vocab_size, seed, tx))[1]
 
-  return jax.jit(create, out_shardings=state_spec.shardings)()
+  # The random initialisers compile to large integer kernels that LLVM spends long optimising
+  # (20 s on a CPU for the tiny model) for a program that runs once: skip that.
+  return jax.jit(create, out_shardings=state_spec.shardings,
+                 compiler_options={"xla_backend_optimization_level": 0})()

@@ -92,3 +92,11 @@ def test_flags_reach_resolve():
   distributed.define_flags(values)
   values(["prog", "--coordinator_address=h:5", "--num_processes=3", "--process_id=2"])
   assert (values.coordinator_address, values.num_processes, values.process_id) == ("h:5", 3, 2)
+
+
+def test_define_flags_twice_is_harmless():
+  values = flags.FlagValues()
+  distributed.define_flags(values)
+  distributed.define_flags(values)  # both entry points imported into one process
+  values(["prog", "--num_processes=1"])
+  assert values.num_processes == 1

@@ -16,7 +16,7 @@ from nupa_jax.models.presets import ModelConfig
 
 
 @base.register("absolute")
-class Absolute(base.PositionalEncoding):
+class Absolute(sampling.RandomizedPositions, base.PositionalEncoding):
   """x + table[position]; positions past the table are clipped to its last row."""
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, max_len: int | None = None,
@@ -25,16 +25,6 @@ class Absolute(base.PositionalEncoding):
     self.random_positions = random_positions
     self.table = param(rngs, nnx.initializers.normal(config.init_std), (rows, config.hidden),
                        (None, "embed"), config.param_dtype)
-
-  @property
-  def needs_rng(self) -> bool:
-    return bool(self.random_positions)
-
-  def prepare(self, features, *, rng, deterministic):
-    if deterministic or not self.random_positions:
-      return features
-    return features._replace(positions=sampling.random_positions(
-        rng, features.positions, features.segment_ids, self.random_positions))
 
   def embed(self, x: jax.Array, features: base.Features) -> jax.Array:
     rows = jnp.take(self.table[...], features.positions, axis=0, mode="clip")

@@ -37,7 +37,7 @@ def inverse_frequencies(head_dim: int, theta: float,
 
 
 @base.register("rope")
-class RoPE(base.PositionalEncoding):
+class RoPE(sampling.RandomizedPositions, base.PositionalEncoding):
   """Relative position through rotation of queries and keys."""
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, theta: float = 500000.0,
@@ -46,16 +46,6 @@ class RoPE(base.PositionalEncoding):
     self.head_dim, self.theta = config.head_dim, float(theta)
     self.scaling = freeze(scaling)
     self.random_positions = random_positions
-
-  @property
-  def needs_rng(self) -> bool:
-    return bool(self.random_positions)
-
-  def prepare(self, features, *, rng, deterministic):
-    if deterministic or not self.random_positions:
-      return features
-    return features._replace(positions=sampling.random_positions(
-        rng, features.positions, features.segment_ids, self.random_positions))
 
   def rotary(self, positions: jax.Array) -> tuple[jax.Array, jax.Array]:
     inv = jnp.asarray(inverse_frequencies(self.head_dim, self.theta, thaw(self.scaling)))

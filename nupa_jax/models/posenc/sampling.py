@@ -8,6 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from nupa_jax.models.posenc import base
+
 
 def segment_offsets(rng: jax.Array, segment_ids: jax.Array, max_offset: int) -> jax.Array:
   """int32[B, T]: one offset uniform in [0, max_offset] per segment, broadcast to its tokens."""
@@ -45,3 +47,20 @@ def random_positions(rng: jax.Array, positions: jax.Array, segment_ids: jax.Arra
     return jnp.minimum(y + pos, max_position - 1)
 
   return jax.vmap(row)(gaps, last_gap, seg, positions.astype(jnp.int32))
+
+
+class RandomizedPositions:
+  """Mixin for a PE with a `random_positions` option (None = off): at training time positions
+  are replaced by `random_positions(...)` over [0, random_positions)."""
+  random_positions: int | None
+
+  @property
+  def needs_rng(self) -> bool:
+    return bool(self.random_positions)
+
+  def prepare(self, features: base.Features, *, rng: jax.Array | None,
+              deterministic: bool) -> base.Features:
+    if deterministic or not self.random_positions:
+      return features
+    return features._replace(positions=random_positions(
+        rng, features.positions, features.segment_ids, self.random_positions))

@@ -1,0 +1,136 @@
+"""The evaluator: the frozen questions it asks, its prompt batches, its scoring (with an oracle
+decoder standing in for the model), the JSON layout and the printed table."""
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from configs import common
+from nupa_jax import sharding
+from nupa_jax import tasks
+from nupa_jax.benchmark import testset
+from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.text import Encoder
+
+TASKS = ["add_int", "max_int"]  # a 20-digit and a 100-digit tier task
+DIGITS = (1, 12)
+PER_LENGTH = 3
+
+
+@pytest.fixture(scope="module")
+def encoder():
+  return Encoder()
+
+
+def eval_config():
+  config = common.base("tiny")
+  config.data.tasks = {name: 1.0 for name in TASKS}
+  config.eval.digits = DIGITS
+  config.eval.per_length = PER_LENGTH
+  config.eval.batch_size = 8
+  return config
+
+
+def test_questions_are_the_frozen_test_set_in_memory_or_from_files(tmp_path):
+  expected_lengths = {t: [d for d in tasks.get(t).test_digits if d <= 12] for t in TASKS}
+  assert expected_lengths["add_int"] == list(range(3, 13))  # add_int's test set starts at 3
+  in_memory = evaluator_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0)
+  for task in TASKS:
+    reference = [q for d in expected_lengths[task]
+                 for q in testset.questions(task, d, seed=0, per_length=PER_LENGTH)]
+    assert in_memory[task] == reference
+  # A built test set with more questions per length than asked: the first ones are used.
+  with open(tmp_path / "test.jsonl", "w") as f:
+    for q in testset.iter_test_set(TASKS, seed=0, per_length=PER_LENGTH + 2):
+      f.write(q.to_json() + "\n")
+  from_files = evaluator_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0,
+                                            test_dir=str(tmp_path))
+  assert from_files == in_memory
+
+
+def test_batches_hold_right_padded_prompts_of_one_task(encoder):
+  questions = evaluator_lib.load_questions(["add_int"], (3, 5), 3, seed=0)
+  batches = evaluator_lib.make_batches(encoder, questions, rows=4)
+  assert [len(b.questions) for b in batches] == [4, 4, 1]  # 9 questions in rows of 4
+  for batch in batches:
+    assert batch.prompts.shape[0] == 4 and batch.prompts.shape[1] % 8 == 0
+    for i in range(4):
+      q = batch.questions[i % len(batch.questions)]  # spare rows repeat the batch's questions
+      prompt, _ = encoder.encode("add_int", q.a, q.b, None)
+      assert batch.lengths[i] == len(prompt)
+      assert list(batch.prompts[i, :len(prompt)]) == list(prompt)
+      assert (batch.prompts[i, len(prompt):] == encoder.pad_id).all()
+      full, _ = encoder.encode("add_int", q.a, q.b, q.answer)
+      assert batch.max_new_tokens >= len(full) - len(prompt) + evaluator_lib.MARGIN
+
+
+def oracle(encoder, questions, transform):
+  """A stand-in for generate: answers each prompt with `transform(true answer)`, encoded."""
+  answers = {}
+  for task, qs in questions.items():
+    for q in qs:
+      prompt, _ = encoder.encode(task, q.a, q.b, None)
+      full, _ = encoder.encode(task, q.a, q.b, transform(q.answer))
+      answers[tuple(prompt)] = full[len(prompt):]
+
+  def generate(model, prompts, lengths, *, max_new_tokens, pad_id, **unused):
+    del model, unused
+    out = np.full((prompts.shape[0], max_new_tokens), pad_id, np.int32)
+    for i, (row, n) in enumerate(zip(np.asarray(prompts), np.asarray(lengths))):
+      answer = answers[tuple(row[:n])]
+      out[i, :len(answer)] = answer
+    return jnp.asarray(out)
+
+  return generate
+
+
+@pytest.mark.parametrize("transform, em, dlength", [
+    (lambda answer: answer, 1.0, 0.0),
+    (lambda answer: answer[:-1], 0.0, 1.0),  # one digit short (answers here have >= 3)
+])
+def test_scores_of_an_oracle_follow_the_metrics(monkeypatch, encoder, transform, em, dlength):
+  config = eval_config()
+  mesh = sharding.make_mesh(config.mesh.shape)
+  evaluator = evaluator_lib.Evaluator(config, encoder, mesh)
+  monkeypatch.setattr(evaluator_lib.generate_lib, "generate",
+                      oracle(encoder, evaluator.questions, transform))
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  results = evaluator.evaluate(graphdef, state)
+  assert sorted(results) == sorted(TASKS)
+  lengths = {"add_int": range(3, 13), "max_int": range(5, 13)}
+  for task, summary in results.items():
+    assert sorted(map(int, summary["per_digit"])) == list(lengths[task])
+    total = sum(summary[b]["n"] for b in ("S", "M", "L", "XL"))
+    assert total == PER_LENGTH * len(lengths[task])
+    for s in summary["per_digit"].values():
+      assert (s["exact_match"], s["dlength"]) == (em, dlength)
+  assert results["max_int"]["S"]["n"] == PER_LENGTH * 6  # 5..10 digits: the 100-digit tier's S
+  assert results["add_int"]["L"]["n"] == PER_LENGTH * 4  # 9..12 digits
+
+
+def test_results_files_and_table(tmp_path):
+  summary = {"per_digit": {3: {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0.0, "n": 2}},
+             "S": {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0.0, "n": 2},
+             "M": {"exact_match": None, "digit_match": None, "dlength": None, "n": 0},
+             "L": {"exact_match": None, "digit_match": None, "dlength": None, "n": 0},
+             "XL": {"exact_match": None, "digit_match": None, "dlength": None, "n": 0},
+             "well_learned_digits": {"exact_match": 3}, "performance_preserving_digits": {}}
+  path = evaluator_lib.write_results(tmp_path, 40, {"add_int": summary}, {"samples_seen": 640})
+  assert path == tmp_path / "eval" / "step_40.json"
+  written = json.loads(path.read_text())
+  assert written == json.loads((tmp_path / "eval" / "latest.json").read_text())
+  assert written["_meta"] == {"samples_seen": 640, "step": 40}
+  assert written["add_int"]["S"]["exact_match"] == 1.0
+  table = evaluator_lib.format_table({"add_int": summary})
+  row = table.splitlines()[2]
+  assert row.startswith("add_int") and "1.000/1.000/0.00" in row and row.count("-") == 3
+  assert evaluator_lib.bucket_scalars({"add_int": summary}) == {
+      "add_int/S/exact_match": 1.0, "add_int/S/digit_match": 1.0, "add_int/S/dlength": 0.0}
+
+
+def test_unsupported_pe_features_are_reported(encoder):
+  with pytest.raises(ValueError, match=r"reads \['significance'\] needs a rule"):
+    evaluator_lib.Evaluator(eval_config(), encoder, sharding.make_mesh({"data": -1}),
+                            feature_names={"significance"})
