@@ -1,6 +1,7 @@
 """Grouped-query causal self-attention with segment masking and an optional KV cache.
 
-The kernel is `jax.nn.dot_product_attention` (implementation `xla` or `cudnn` from config).
+The kernel is `jax.nn.dot_product_attention` (implementation `xla`, `cudnn` or `auto` from
+config; see `implementation`).
 Packed rows are masked by segment id (a token sees only earlier tokens of its own sample);
 ALiBi / FIRE add a per-pair bias. With a KV cache (decoding), the new keys and values are
 written at a slot shared by the whole batch (prompts are left-aligned by the caller) and the
@@ -16,7 +17,7 @@ from flax import nnx
 
 from nupa_jax.models.layers import Dense, split_or_none
 from nupa_jax.models.posenc import apply_rotary
-from nupa_jax.models.presets import ModelConfig
+from nupa_jax.models.presets import ModelConfig, cudnn_unsupported
 
 
 class Context(NamedTuple):
@@ -81,3 +82,13 @@ def cache_mask(q_segments: jax.Array, k_segments: jax.Array, index: jax.Array) -
   causal = (index + jnp.arange(t))[:, None] >= jnp.arange(s)[None, :]
   same = q_segments[:, :, None] == k_segments[:, None, :]
   return (same & causal[None])[:, None]
+
+
+def implementation(config: ModelConfig, learned_bias: bool) -> str:
+  """The attention kernel of training passes: the config's, where 'auto' takes cuDNN's fused
+  flash attention on GPU when it applies (bf16 / fp16, head_dim a multiple of 8 up to 256, no
+  learned bias) and XLA otherwise, so one config runs on CPU tests and GPUs alike."""
+  if config.attention_impl != "auto":
+    return config.attention_impl
+  usable = not learned_bias and cudnn_unsupported(config) is None
+  return "cudnn" if usable and jax.default_backend() == "gpu" else "xla"

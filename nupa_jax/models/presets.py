@@ -112,6 +112,15 @@ def resolve(model_config: Mapping[str, Any] | Any, vocab_size: int | None = None
   return config
 
 
+def cudnn_unsupported(c: ModelConfig) -> str | None:
+  """Why cuDNN's fused attention cannot run this config, or None if it can."""
+  if c.dtype not in ("bfloat16", "float16"):
+    return f"needs dtype bfloat16 or float16, not {c.dtype}"
+  if c.head_dim % 8 or c.head_dim > 256:
+    return f"needs head_dim a multiple of 8 and <= 256, not {c.head_dim}"
+  return None
+
+
 def _check(c: ModelConfig) -> None:
   """Combinations that would fail deep inside XLA, reported with their fix."""
   if c.heads % c.kv_heads:
@@ -119,12 +128,8 @@ def _check(c: ModelConfig) -> None:
   if c.attention_impl not in ATTENTION_IMPLS:
     raise ValueError(f"unknown attention_impl {c.attention_impl!r}; known: "
                      f"{', '.join(ATTENTION_IMPLS)}")
-  if c.attention_impl == "cudnn":
-    if c.dtype not in ("bfloat16", "float16"):
-      raise ValueError(f"attention_impl='cudnn' needs dtype bfloat16 or float16, not {c.dtype}; "
-                       "use attention_impl='xla' for float32")
-    if c.head_dim % 8 or c.head_dim > 256:
-      raise ValueError(f"attention_impl='cudnn' needs head_dim a multiple of 8 and <= 256, "
-                       f"not {c.head_dim}; use attention_impl='xla'")
+  if c.attention_impl == "cudnn" and cudnn_unsupported(c):
+    raise ValueError(f"attention_impl='cudnn' {cudnn_unsupported(c)}; use attention_impl='xla'"
+                     " or 'auto'")
   if c.remat not in REMAT_POLICIES:
     raise ValueError(f"unknown remat {c.remat!r}; known: {', '.join(REMAT_POLICIES)}")

@@ -1,8 +1,9 @@
 """The Llama-style decoder: embeddings, a scan over identical blocks, RMSNorm, output head.
 
 Blocks are stacked: every layer parameter has a leading `layers` axis and the forward pass is
-one `jax.lax.scan` (compile time independent of depth; `scan_unroll` trades it back for
-speed). Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
+one `jax.lax.scan`. By default the scan is fully unrolled (`scan_unroll=True`): on an H100 the
+100m preset trains ~40% faster unrolled, and compiles as fast; a smaller `scan_unroll` bounds
+compile time for deep models. Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
 functional, no NNX transform at run time. The positional encoding is one module shared by all
 layers; its rotary tables, attention bias and mask are computed once per pass.
 
@@ -20,7 +21,7 @@ from flax import nnx
 
 from nupa_jax.models import embeddings, posenc
 from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
-                                       training_mask)
+                                       implementation, training_mask)
 from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
 from nupa_jax.models.presets import ModelConfig, resolve
 
@@ -153,7 +154,7 @@ class Transformer(nnx.Module):
     if cache is None:
       k_positions = features.positions
       mask = training_mask(features.segment_ids if packed else None)
-      is_causal, implementation = True, self.config.attention_impl
+      is_causal, kernel = True, implementation(self.config, self.posenc.learned_bias)
     else:
       at = (0, cache.index)
       cache = cache._replace(
@@ -161,10 +162,10 @@ class Transformer(nnx.Module):
           positions=jax.lax.dynamic_update_slice(cache.positions, features.positions, at))
       k_positions = cache.positions
       mask = cache_mask(features.segment_ids, cache.segment_ids, cache.index)
-      is_causal, implementation = False, "xla"
+      is_causal, kernel = False, "xla"
     ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask,
                   bias=self.posenc.attention_bias(features.positions, k_positions),
-                  is_causal=is_causal, implementation=implementation)
+                  is_causal=is_causal, implementation=kernel)
     x, cache = self._run_layers(x, ctx, cache, layer_rng)
     return self.norm(x), cache
 

@@ -1,8 +1,9 @@
 """Small helpers shared by the model tests: tiny configs and one jitted forward for all models.
 
-Compiling dominates these tests' time on CPU, so every test builds the same tiny shapes
-(compiled initialisers are reused) and runs models through one jitted function whose cache is
-keyed by the model's graphdef.
+Compiling dominates these tests' time on CPU: every test builds the same tiny shapes (the
+eagerly run initialisers compile once per shape and process), and forward passes go through
+one jitted function, compiled without LLVM optimisation, whose cache is keyed by the model's
+graphdef.
 """
 from __future__ import annotations
 
@@ -22,11 +23,14 @@ def tiny(posenc: str | dict = "rope", **overrides) -> dict:
   return {"preset": "tiny", "posenc": pe, **overrides}
 
 
+QUICK = {"xla_backend_optimization_level": 0}
+
+
 def build(config: dict, seed: int = 0, **kwargs) -> models.Transformer:
   return models.build(config, VOCAB, rngs=nnx.Rngs(seed), **kwargs)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(jax.jit, static_argnums=0, compiler_options=QUICK)
 def _forward(graphdef, state, inputs, features):
   return nnx.merge(graphdef, state)(inputs, **features)
 

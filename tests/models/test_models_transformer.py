@@ -7,7 +7,7 @@ import pytest
 from flax import nnx
 
 from nupa_jax import models
-from nupa_jax.models import embeddings
+from nupa_jax.models import attention, embeddings
 import model_testing
 from model_testing import VOCAB, tiny
 
@@ -151,7 +151,7 @@ def test_digit_embeddings_compose_number_tokens_from_places():
     ({"preset": "7b"}, "unknown model preset '7b'; known: tiny, 1.3m, 100m, 0.9b, 3b"),
     (tiny(attention_impl="cudnn"), "needs dtype bfloat16 or float16"),
     (tiny("fire", attention_impl="cudnn", dtype="bfloat16"), "use attention_impl='xla'"),
-    (tiny(attention_impl="flash"), "unknown attention_impl 'flash'; known: cudnn, xla"),
+    (tiny(attention_impl="flash"), "unknown attention_impl 'flash'; known: auto, cudnn, xla"),
     (tiny(kv_heads=3), "must be a multiple of kv_heads=3"),
     (tiny(digit_embeddings=True), "needs digit_token_table"),
     (tiny(remat="some"), "unknown remat 'some'; known: dots, full, none"),
@@ -159,6 +159,17 @@ def test_digit_embeddings_compose_number_tokens_from_places():
 def test_config_errors_name_the_fix(config, message):
   with pytest.raises(ValueError, match=message):
     nnx.eval_shape(lambda: model_testing.build(config))
+
+
+def test_auto_attention_takes_cudnn_only_on_gpu_where_it_applies(monkeypatch):
+  choose = lambda config, learned=False: attention.implementation(models.resolve(config, 32),
+                                                                   learned)
+  assert choose({"preset": "100m"}) == "xla"                     # this CPU
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert choose({"preset": "100m"}) == "cudnn"
+  assert choose({"preset": "100m"}, learned=True) == "xla"       # FIRE's bias
+  assert choose({"preset": "tiny"}) == "xla"                     # float32
+  assert choose({"preset": "100m", "attention_impl": "xla"}) == "xla"
 
 
 def test_missing_position_features_and_rng_are_reported():
