@@ -60,8 +60,20 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
   model: a Transformer or its (graphdef, state) from nnx.split.
   prompts: int32[B, P], right-padded; prompt_lengths: int32[B], each >= 1.
   rng: required when temperature > 0.
+  features: {name: int32[B, P]} per-token inputs the model's PE reads, for the prompts.
+  next_features: (previous token's features {name: int32[B]}, new token int32[B]) -> the new
+    token's features, same names; required with features.
   """
-  graphdef, state = nnx.split(model) if isinstance(model, nnx.Module) else model
+  if isinstance(model, nnx.Module):
+    graphdef, state = nnx.split(model)
+  else:
+    graphdef, state = model
+    model = nnx.merge(graphdef, state)
+  missing = sorted(model.posenc.inputs - set(features or {}))
+  if missing:
+    raise ValueError(f"posenc {model.posenc.name!r} reads {missing} of every token: pass "
+                     "features= for the prompts and next_features= to continue them "
+                     "(DigitRuns for Abacus digit indices)")
   if temperature < 0:
     raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
   if temperature > 0 and rng is None:

@@ -1,4 +1,5 @@
 """KV-cache decoding against full forward passes, sampling, and the errors that name the fix."""
+import dataclasses
 import functools
 
 import jax
@@ -25,7 +26,8 @@ def _model(pe: str):
   return models.build({"preset": "tiny", "posenc": {"name": pe}}, VOCAB, rngs=nnx.Rngs(0))
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(jax.jit, static_argnums=0,
+                   compiler_options={"xla_backend_optimization_level": 0})  # compiles faster
 def _forward(graphdef, state, tokens, features):
   return nnx.merge(graphdef, state)(tokens, **features)
 
@@ -39,7 +41,8 @@ def _digit_index(row):
   return out
 
 
-def _reference(model, prompts, lengths, eos_id, with_digits=False):
+def _reference(model, prompts, lengths, eos_id, with_digits=False,
+               significance_is_position=False):
   """Greedy decoding by re-running the full sequence (no cache) for every new token."""
   graphdef, state = nnx.split(model)
   width = prompts.shape[1] + NEW
@@ -54,6 +57,8 @@ def _reference(model, prompts, lengths, eos_id, with_digits=False):
     features = {"segment_ids": segments}
     if with_digits:
       features["digit_index"] = np.array([_digit_index(r) for r in tokens], np.int32)
+    if significance_is_position:
+      features["significance"] = np.tile(np.arange(width, dtype=np.int32), (len(seqs), 1))
     logits = np.asarray(_forward(graphdef, state, tokens, features))
     for i, s in enumerate(seqs):
       if done[i]:
@@ -88,6 +93,31 @@ def test_abacus_decoding_continues_digit_indices_with_digit_runs():
   assert gen.DigitRuns.from_table(table) == rule
 
 
+@dataclasses.dataclass(frozen=True)
+class CountUp:
+  """A toy next_features rule: each generated token's significance is the previous + 1."""
+
+  def __call__(self, previous, token):
+    return {"significance": previous["significance"] + 1}
+
+
+@pytest.mark.slow
+def test_fire_and_coupled_decoding_equal_full_forward_passes():
+  prompts = _prompts()
+  expected = _reference(_model("fire"), prompts, LENGTHS, eos_id=-1)
+  got = gen.generate(_model("fire"), prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1,
+                     pad_id=PAD)
+  np.testing.assert_array_equal(got, expected)
+  significance = np.tile(np.arange(prompts.shape[1], dtype=np.int32), (3, 1))
+  got = gen.generate(_model("coupled"), prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1,
+                     pad_id=PAD, features={"significance": significance},
+                     next_features=CountUp())
+  # Significance counting up from 0 is each token's position in its own sequence.
+  expected = _reference(_model("coupled"), prompts, LENGTHS, eos_id=-1,
+                        significance_is_position=True)
+  np.testing.assert_array_equal(got, expected)
+
+
 def test_sampling_is_reproducible_and_tiny_top_p_is_greedy():
   model, prompts = _model("rope"), _prompts()
   run = functools.partial(gen.generate, model, prompts, LENGTHS, max_new_tokens=NEW,
@@ -118,5 +148,5 @@ def test_unsupported_combinations_are_reported():
   with pytest.raises(ValueError, match="pass next_features="):
     gen.generate(_model("rope"), prompts, LENGTHS, max_new_tokens=2, eos_id=1, pad_id=PAD,
                  features={"digit_index": np.zeros_like(prompts)})
-  with pytest.raises(ValueError, match="'abacus' needs digit_index="):
+  with pytest.raises(ValueError, match="'abacus' reads \\['digit_index'\\] of every token"):
     gen.generate(_model("abacus"), prompts, LENGTHS, max_new_tokens=2, eos_id=1, pad_id=PAD)

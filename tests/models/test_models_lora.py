@@ -6,7 +6,9 @@ import optax
 import pytest
 from flax import nnx
 
+from nupa_jax import models
 from nupa_jax.models import lora
+from nupa_jax.models.layers import Dense
 import model_testing
 from model_testing import VOCAB, tiny
 
@@ -61,19 +63,22 @@ def test_only_adapters_train_and_merging_keeps_the_function():
 
 
 def test_dropout_draws_from_rng_and_is_off_when_deterministic():
-  model, _ = _adapted(dropout=0.5)
-  for _, module in nnx.iter_modules(model):
-    if isinstance(module, lora.LoRA):   # B starts at zero: make the adapters matter
-      module.b[...] = jnp.full(module.b.shape, 0.05, module.b.dtype)
+  config = models.resolve(tiny("rope"), VOCAB)
+  dense = Dense((8,), (2, 4), ("embed", "heads", "head_dim"), config, rngs=nnx.Rngs(0))
+  dense.lora = lora.LoRA(dense, rank=2, alpha=4.0, dropout=0.5, rngs=nnx.Rngs(1))
+  dense.lora.b[...] = jnp.full(dense.lora.b.shape, 0.05)   # B starts at zero: make it matter
+  x = jnp.ones((3, 8))
+  plain = x @ dense.kernel[...].reshape(8, 8)
+  update = (x @ dense.lora.a[...]) @ dense.lora.b[...].reshape(2, 8) * 2.0    # alpha / rank
+  np.testing.assert_allclose(dense(x).reshape(3, 8), plain + update, rtol=1e-5)
+  one, two = dense(x, rng=jax.random.key(0)), dense(x, rng=jax.random.key(1))
+  assert not np.allclose(one, two)
+  model = nnx.eval_shape(lambda: model_testing.build(tiny("alibi")))
+  assert not model.requires_rng()
+  lora.apply(model, rank=4, alpha=2.0, dropout=0.1, targets=TARGETS, rngs=nnx.Rngs(0))
+  assert model.requires_rng()
   with pytest.raises(ValueError, match="needs rng="):
     model(TOKENS, deterministic=False)
-  graphdef, state = nnx.split(model)
-  run = jax.jit(lambda state, rng, deterministic: nnx.merge(graphdef, state)(
-      TOKENS, deterministic=deterministic, rng=rng), static_argnums=2)
-  one, two = run(state, jax.random.key(0), False), run(state, jax.random.key(1), False)
-  assert not np.allclose(one, two)
-  np.testing.assert_allclose(run(state, jax.random.key(0), True),
-                             run(state, jax.random.key(1), True))
 
 
 def test_unknown_targets_are_reported():

@@ -1,0 +1,108 @@
+"""LoRA finetuning of a pretrained checkpoint: the trainer-side pieces of `configs/finetune.py`.
+
+A finetuning config (`config.pretrained.path` set) differs from a from-scratch run in four
+places, each a function here:
+- `build`: the checkpoint's architecture (`config.model`, from its config.json) with LoRA
+  adapters (`config.lora`: rank, alpha, dropout, targets) and an optimizer over the adapters
+  only (`trainable`: `lora.LoRAParam`);
+- `spec` / `initialise`: the sharded state, with the base weights read from the checkpoint
+  straight into their shardings (`hf.load_params`) and only the adapters and their optimizer
+  state created by a jitted initialiser (the random base initialisation it also describes is
+  dead code that XLA drops, so an 8B base is never materialised twice);
+- the train step differentiates `trainable(config)` instead of every `nnx.Param`;
+- `export`: adapters merged into the base weights, written as a Hugging Face checkpoint
+  (config.json, safetensors, the source's tokenizer files) that `evaluate_llm` and transformers
+  load.
+The data is the ordinary pipeline with the text-prompt encoder (`llm.encoding`).
+"""
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import jax
+import optax
+from flax import nnx
+
+from nupa_jax import models
+from nupa_jax import sharding as sharding_lib
+from nupa_jax.llm import tokenizer as tokenizer_lib
+from nupa_jax.models import hf
+from nupa_jax.models import lora
+from nupa_jax.training import state as state_lib
+
+EXPORT_DIR = "export"
+# Files of the source checkpoint copied next to exported weights (whichever exist).
+TOKENIZER_FILES = ("tokenizer.json", tokenizer_lib.TOKENIZER_CONFIG, "special_tokens_map.json",
+                   tokenizer_lib.GENERATION_CONFIG, tokenizer_lib.CHAT_TEMPLATE_FILE)
+
+
+def enabled(config) -> bool:
+  """Whether `config` finetunes a pretrained checkpoint."""
+  return bool((config.get("pretrained") or {}).get("path"))
+
+
+def trainable(config):
+  """The variables a finetuning step trains: the adapters, or every parameter without LoRA."""
+  return lora.LoRAParam if int(config.lora.rank) > 0 else nnx.Param
+
+
+def build(config, vocab_size: int, seed: int = 0,
+          tx: optax.GradientTransformation | None = None):
+  """The model with its adapters (and an optimizer of `trainable(config)` when tx is given)."""
+  with nnx.use_eager_sharding(False):
+    model = models.build(config.model, vocab_size, rngs=nnx.Rngs(seed))
+    if int(config.lora.rank) > 0:
+      lora.apply(model, rank=int(config.lora.rank), alpha=float(config.lora.alpha),
+                 dropout=float(config.lora.dropout), targets=tuple(config.lora.targets),
+                 rngs=nnx.Rngs(seed + 1))
+    if tx is None:
+      return model
+    return model, nnx.Optimizer(model, tx, wrt=trainable(config))
+
+
+def spec(config, vocab_size: int, mesh: jax.sharding.Mesh, *, seed: int = 0,
+         tx: optax.GradientTransformation | None = None) -> state_lib.StateSpec:
+  """The StateSpec (structure, shapes, shardings) of the adapted model (and optimizer)."""
+  abstract = nnx.eval_shape(lambda: build(config, vocab_size, seed, tx))
+  model = abstract[0] if tx is not None else abstract
+  graphdef, state = nnx.split(abstract)
+  return state_lib.StateSpec(graphdef, state,
+                             sharding_lib.state_shardings(state, mesh, config.mesh.rules),
+                             model.requires_rng(), frozenset(model.posenc.inputs))
+
+
+def initialise(state_spec: state_lib.StateSpec, config, vocab_size: int, *, seed: int = 0,
+               tx: optax.GradientTransformation | None = None) -> nnx.State:
+  """The sharded starting state: base weights from `config.pretrained.path`, fresh adapters
+  (B = 0, so the model starts as the checkpoint) and optimizer state."""
+  def fresh():
+    state = nnx.split(build(config, vocab_size, seed, tx))[1]
+    return nnx.filter_state(state, nnx.Not(nnx.Param))
+
+  rest_shardings = nnx.filter_state(state_spec.shardings, nnx.Not(nnx.Param))
+  rest = jax.jit(fresh, out_shardings=rest_shardings,
+                 compiler_options={"xla_backend_optimization_level": 0})()
+  model_key = 0 if tx is not None else None
+  pick = (lambda s: s[model_key]) if model_key is not None else (lambda s: s)
+  base = hf.load_params(config.pretrained.path, pick(state_spec.abstract),
+                        pick(state_spec.shardings))
+  base = nnx.filter_state(base, nnx.Param)
+  if model_key is not None:
+    base = nnx.State({model_key: base})
+  return nnx.merge_state(rest, base)
+
+
+def export(model: nnx.Module, config, out_dir: str | pathlib.Path) -> pathlib.Path:
+  """Merges the adapters into the base weights (in place) and writes a Hugging Face
+  checkpoint to `out_dir`: the weights in the checkpoint's dtype, its config.json's other
+  keys and its tokenizer files. Every process must call it; process 0 writes."""
+  source = pathlib.Path(config.pretrained.path)
+  out_dir = pathlib.Path(out_dir)
+  lora.merge(model)
+  hf.save_pretrained(model, out_dir, base_config=hf.read_config(source))
+  if jax.process_index() == 0:
+    for name in TOKENIZER_FILES:
+      if (source / name).is_file():
+        shutil.copyfile(source / name, out_dir / name)
+  return out_dir
