@@ -8,8 +8,9 @@ Data: every task, lengths 1 to its tier (20 or 100; `digits=N` caps them), writt
 paper's text prompts in the checkpoint's tokens (`nupa_jax.llm.encoding`): loss on the answer
 after `=` and on the EOS taught after it; a pool of 10^5 samples per task and length (the
 paper's training set size), test questions excluded. Evaluation generates on the frozen test
-set with the same prompts. At the end the adapters are merged and the model exported to
-WORKDIR/export as a Hugging Face checkpoint (`python -m nupa_jax.evaluate_llm --model` reads it).
+set with the same prompts (`eval.per_length`, 0 here: the validation loss picks the best
+checkpoint). At the end the adapters are merged and the model exported to WORKDIR/export as a
+Hugging Face checkpoint, which `python -m nupa_jax.evaluate_llm --model` scores.
 
 The paper trains "about 50M samples" in 800 steps; its batch size is unpublished. The default
 here (256 samples, `batch=`) suits one 8-GPU node; parameters are sharded over all devices
@@ -55,8 +56,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   config.train.batch_size = arg.batch
   config.train.learning_rate = arg.lr
   config.train.warmup_steps = min(50, arg.steps // 10)
+  # Validation loss every quarter (the best checkpoint is kept by it); the test set is scored
+  # on the export: python -m nupa_jax.evaluate_llm --model WORKDIR/export --test BENCH_DIR.
   config.eval.every = max(arg.steps // 4, 1)
-  config.eval.per_length = 100
+  config.eval.per_length = 0
   config.eval.digits = (1, 100)
   config.eval.batch_size = 64
   config.checkpoint.every = max(arg.steps // 4, 1)

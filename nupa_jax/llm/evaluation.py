@@ -20,10 +20,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import sys
 from collections.abc import Mapping, Sequence
 
 import jax
 import numpy as np
+import tqdm
 from flax import nnx
 from jax.experimental import multihost_utils
 
@@ -80,12 +82,10 @@ def _exclude(questions: Mapping[str, list[testset.Question]]) -> set[tuple[str, 
 def export_prompts(options: Options, file: str | pathlib.Path) -> int:
   """Writes one prompt record a question (see the module docstring); returns how many."""
   questions = load_test(options)
-  exclude = _exclude(questions)
   count = 0
   with open(file, "w") as f:
     for task, qs in questions.items():
-      shots = prompts.examples(task, options.shots, options.seed,
-                               {(a, b) for t, a, b in exclude if t == task})
+      shots = prompts.examples(task, options.shots, options.seed, {(q.a, q.b) for q in qs})
       system = prompts.system_message(task)
       for q in qs:
         question = tasks_lib.get(task).prompt(q.a, q.b)
@@ -110,8 +110,11 @@ def generate_replies(model: nnx.Module, encoder: PromptEncoder,
   graphdef, state = nnx.split(model)
   rng = jax.random.key(options.seed)
   replies = {}
+  batches = evaluator.make_batches(encoder, questions, rows)
+  progress = tqdm.tqdm(batches, desc="generating", unit="batch", file=sys.stderr,
+                       disable=jax.process_index() != 0)
   with jax.set_mesh(mesh):
-    for index, batch in enumerate(evaluator.make_batches(encoder, questions, rows)):
+    for index, batch in enumerate(progress):
       generated = generate_lib.generate(
           (graphdef, state), _global(batch.prompts, batch_sharding),
           _global(batch.lengths, batch_sharding), max_new_tokens=batch.max_new_tokens,

@@ -83,14 +83,10 @@ def initialise(state_spec: state_lib.StateSpec, config, vocab_size: int, *, seed
   rest_shardings = nnx.filter_state(state_spec.shardings, nnx.Not(nnx.Param))
   rest = jax.jit(fresh, out_shardings=rest_shardings,
                  compiler_options={"xla_backend_optimization_level": 0})()
-  model_key = 0 if tx is not None else None
-  pick = (lambda s: s[model_key]) if model_key is not None else (lambda s: s)
-  base = hf.load_params(config.pretrained.path, pick(state_spec.abstract),
-                        pick(state_spec.shardings))
-  base = nnx.filter_state(base, nnx.Param)
-  if model_key is not None:
-    base = nnx.State({model_key: base})
-  return nnx.merge_state(rest, base)
+  of_model = (lambda s: s[0]) if tx is not None else (lambda s: s)  # (model, optimizer) state
+  base = nnx.filter_state(hf.load_params(config.pretrained.path, of_model(state_spec.abstract),
+                                         of_model(state_spec.shardings)), nnx.Param)
+  return nnx.merge_state(rest, nnx.State({0: base}) if tx is not None else base)
 
 
 def export(model: nnx.Module, config, out_dir: str | pathlib.Path) -> pathlib.Path:

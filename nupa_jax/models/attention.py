@@ -42,9 +42,10 @@ class Attention(nnx.Module):
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
     e, n, k, h = config.hidden, config.heads, config.kv_heads, config.head_dim
-    self.q = Dense((e,), (n, h), ("embed", "heads", "head_dim"), config, rngs=rngs)
-    self.k = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs)
-    self.v = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs)
+    bias = config.qkv_bias
+    self.q = Dense((e,), (n, h), ("embed", "heads", "head_dim"), config, rngs=rngs, bias=bias)
+    self.k = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs, bias=bias)
+    self.v = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs, bias=bias)
     self.o = Dense((n, h), (e,), ("heads", "head_dim", "embed"), config, rngs=rngs)
 
   def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,

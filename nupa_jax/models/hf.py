@@ -12,7 +12,8 @@ Both are read; `save_pretrained` writes the transformers 4 keys, which both vers
 
 Weights never exist whole on one host per device: each parameter is created with
 `jax.make_array_from_callback`, whose callback reads only the block a device holds, straight
-from the memory-mapped safetensors file (`safe_open(...).get_slice`), layer by layer. A
+from the memory-mapped safetensors file (`safe_open(...).get_slice`), layer by layer; replicas
+of a block share one host copy. A
 Hugging Face linear weight is `[out, in]`; ours is `[*in_axes, *out_axes]` with heads and head
 dims as axes of their own (and a leading `layers` axis for stacked blocks), so each mapping is
 "these groups of our axes, flattened, are the tensor's dimensions" (`_Weight.axes`).
@@ -29,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 from flax import traverse_util
@@ -36,7 +38,7 @@ from jax.experimental import multihost_utils
 
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.models import lora
-from nupa_jax.models.presets import ModelConfig, thaw
+from nupa_jax.models.presets import ModelConfig
 from nupa_jax.models.transformer import Transformer, build
 
 CONFIG_FILE = "config.json"
@@ -190,7 +192,7 @@ def hf_config(config: ModelConfig, base: Mapping[str, Any] | None = None) -> dic
       "tie_word_embeddings": config.tie_embeddings,
       "max_position_embeddings": config.max_len,
       "rope_theta": float(posenc.get("theta", 10000.0)),
-      "rope_scaling": thaw(posenc.get("scaling")),
+      "rope_scaling": posenc.get("scaling"),
       "torch_dtype": config.param_dtype,
   })
   if family == "llama":
@@ -260,13 +262,19 @@ def _block_reader(tensors: Mapping[str, Any], path: tuple[str, ...], weight: _We
       raise ValueError(f"{name} has shape {_tensor_shape(tensors[name])}, the model config "
                        f"needs {expected}: does config.json match the weights?")
 
+  blocks = {}  # devices holding replicas of a block share one host copy
+
   def read(index: tuple[slice, ...]) -> np.ndarray:
     index = tuple(slice(*s.indices(n)[:2]) for s, n in zip(index, shape))
-    if not stacked:
-      return _read_block(tensors[names[0]], weight, inner, index).astype(dtype)
-    layers = range(index[0].start, index[0].stop)
-    return np.stack([_read_block(tensors[names[i]], weight, inner, index[1:]).astype(dtype)
-                     for i in layers])
+    key = tuple((s.start, s.stop) for s in index)
+    if key not in blocks:
+      if stacked:
+        blocks[key] = np.stack([
+            _read_block(tensors[names[i]], weight, inner, index[1:]).astype(dtype)
+            for i in range(index[0].start, index[0].stop)])
+      else:
+        blocks[key] = _read_block(tensors[names[0]], weight, inner, index).astype(dtype)
+    return blocks[key]
 
   return read
 
@@ -348,7 +356,7 @@ def hf_tensors(model: nnx.Module, dtype: str | None = None) -> Iterator[tuple[st
       raise ValueError(f"parameter {'/'.join(path)} has no Hugging Face counterpart")
     array = _host(value)
     if dtype is not None:
-      array = array.astype(jax.numpy.dtype(dtype))
+      array = array.astype(jnp.dtype(dtype))
     if path[0] == "layers":
       for i, layer in enumerate(array):
         yield weight.name.format(i), np.ascontiguousarray(_to_hf(layer, weight))
@@ -371,6 +379,9 @@ def save_pretrained(model: Transformer, path: str | os.PathLike, *, dtype: str |
   write = jax.process_index() == 0
   if write:
     path.mkdir(parents=True, exist_ok=True)
+    for stale in [path / WEIGHTS_FILE, path / INDEX_FILE,
+                  *path.glob("model-?????-of-?????.safetensors")]:
+      stale.unlink(missing_ok=True)  # a previous save's weights must not shadow these
   shards, current, size, total = [], {}, 0, 0  # shards: tensor names of the files written
 
   def flush():

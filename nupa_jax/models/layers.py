@@ -30,7 +30,8 @@ def contract(x: jax.Array, kernel: jax.Array, n: int, out_dtype: Any = None) -> 
 
 
 class Dense(nnx.Module):
-  """A bias-free projection between multi-axis feature shapes (e.g. embed -> heads x head_dim).
+  """A projection between multi-axis feature shapes (e.g. embed -> heads x head_dim), with a
+  bias only if asked (`bias=True`: Qwen2's q, k, v).
 
   `lora` holds an optional low-rank adapter (`nupa_jax.models.lora`) added to the output; the
   `rng` argument feeds the adapter's dropout and is ignored otherwise. The output has the
@@ -39,17 +40,22 @@ class Dense(nnx.Module):
 
   def __init__(self, in_shape: tuple[int, ...], out_shape: tuple[int, ...],
                names: tuple[str | None, ...], config: ModelConfig, *, rngs: nnx.Rngs,
-               out_dtype: str | None = None):
+               out_dtype: str | None = None, bias: bool = False):
     self.in_shape, self.out_shape = tuple(in_shape), tuple(out_shape)
     self.names = tuple(names)
     self.dtype, self.out_dtype = config.dtype, out_dtype
     self.kernel = param(rngs, nnx.initializers.normal(config.init_std),
                         self.in_shape + self.out_shape, self.names, config.param_dtype)
+    self.bias = nnx.data(None) if not bias else param(
+        rngs, nnx.initializers.zeros, self.out_shape, self.names[len(self.in_shape):],
+        config.param_dtype)
     self.lora = nnx.data(None)
 
   def __call__(self, x: jax.Array, *, rng: jax.Array | None = None) -> jax.Array:
     x = x.astype(self.dtype)
     y = contract(x, self.kernel[...], len(self.in_shape), self.out_dtype)
+    if self.bias is not None:
+      y = y + self.bias[...].astype(y.dtype)
     if self.lora is not None:
       y = y + self.lora(x, rng=rng).astype(y.dtype)
     return y

@@ -39,6 +39,7 @@ class ModelConfig:
   kv_heads: int
   head_dim: int
   tie_embeddings: bool = False
+  qkv_bias: bool = False           # biases on the q, k, v projections (Qwen2)
   dtype: str = "bfloat16"          # compute dtype of activations and matmuls
   param_dtype: str = "float32"
   posenc: tuple = (("name", "rope"),)  # frozen {"name": ..., **options}

@@ -45,6 +45,11 @@ def test_logits_generations_and_export_match_transformers(tmp_path, case):
   expected = llm_testing.hf_logits(reference, tokens)
   got = llm_testing.logits(ours, tokens)
   np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+  if case == "llama":  # the default dtype: parameters and compute in bfloat16
+    half = hf.load_pretrained(tmp_path / "hf")
+    assert half.layers.attn.q.kernel.dtype == half.embed.table.dtype == np.dtype("bfloat16")
+    np.testing.assert_allclose(llm_testing.logits(half, tokens), expected,
+                               atol=0.03 * np.abs(expected).max())
 
   # Greedy decoding of prompts of three lengths in one batch, EOS = 1 (pad after it).
   prompts = [tokens[0, :5].tolist(), tokens[1, :9].tolist(), tokens[0, 20:22].tolist()]
@@ -122,35 +127,36 @@ def counting(tensor, weight, shape, index):
   blocks.append((weight.name, out.size))
   return out
 hf._read_block = counting
-path, tokens = sys.argv[1], np.asarray(json.loads(sys.argv[2]), np.int32)
-single = np.asarray(hf.load_pretrained(path, "float32")(tokens))
-blocks.clear()
 mesh = sharding.make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
-model = hf.load_pretrained(path, "float32", mesh)
+model = hf.load_pretrained(sys.argv[1], "float32", mesh)
 state = nnx.state(model, nnx.Param)
 want = sharding.state_shardings(state, mesh, hf.DEFAULT_RULES)
-specs = {"/".join(map(str, p)): [str(v.get_value().sharding.spec), str(w.get_value().spec)]
+specs = {"/".join(map(str, p)): [list(v.get_value().sharding.spec), list(w.get_value().spec)]
          for (p, v), (_, w) in zip(nnx.to_flat_state(state), nnx.to_flat_state(want))}
 q = [size for name, size in blocks if name.endswith("q_proj.weight")]
 with jax.set_mesh(mesh):
-  sharded = np.asarray(model(tokens))
-print(json.dumps({"specs": specs, "q_blocks": q, "max_diff": float(np.abs(sharded - single).max())}))
+  logits = np.asarray(model(np.asarray(json.loads(sys.argv[2]), np.int32)))
+print(json.dumps({"specs": specs, "q_blocks": q, "logits": logits.tolist()}))
 """
 
 
 def test_weights_load_block_by_block_onto_a_mesh(tmp_path):
-  llm_testing.hf_model("qwen2", VOCAB, tie=True).save_pretrained(tmp_path, max_shard_size="20KB")
-  tokens = np.random.default_rng(1).integers(0, VOCAB, (4, 12)).tolist()
+  reference = llm_testing.hf_model("qwen2", VOCAB, tie=True)
+  reference.save_pretrained(tmp_path, max_shard_size="20KB")
+  tokens = np.random.default_rng(1).integers(0, VOCAB, (4, 12))
   env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
          "JAX_PLATFORMS": "cpu"}
-  result = subprocess.run([sys.executable, "-c", _MESH_SCRIPT, str(tmp_path), json.dumps(tokens)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+  result = subprocess.run(
+      [sys.executable, "-c", _MESH_SCRIPT, str(tmp_path), json.dumps(tokens.tolist())],
+      cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   out = json.loads(result.stdout.splitlines()[-1])
   for path, (got, want) in out["specs"].items():
     assert got == want, path
-  assert out["specs"]["layers/attn/q/kernel"][0] == "PartitionSpec(None, 'fsdp', 'tensor')"
-  # q kernel [layers, 64, 4 heads, 16]: each device holds an 32 x 2 x 16 block of a layer, read
-  # alone, never the whole 64 x 64 matrix.
+  assert out["specs"]["layers/attn/q/kernel"][0] == [None, "fsdp", "tensor", None]
+  # q kernel [layers, 64, 4 heads, 16] on fsdp 2 x tensor 2: each device's block of a layer
+  # (32 x 2 x 16) is read alone, never the whole 64 x 64 matrix.
   assert out["q_blocks"] and set(out["q_blocks"]) == {32 * 2 * 16}
-  assert out["max_diff"] < 1e-5
+  expected = llm_testing.hf_logits(reference, tokens)
+  np.testing.assert_allclose(np.asarray(out["logits"]), expected, rtol=1e-4,
+                             atol=1e-4 * np.abs(expected).max())

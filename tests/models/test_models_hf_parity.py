@@ -2,20 +2,21 @@
 
 Needs torch and transformers (test extras, not in the main requirements); skipped without.
 A tiny random Llama (GQA, untied head, random norm weights) is made here, its weights copied
-into our stacked layout, and float32 logits compared.
+into our stacked layout (`hf.load_params`, the checkpoint loader's mapping), and float32
+logits compared. tests/llm covers whole checkpoints (files, Qwen2, generation, export).
 """
 import numpy as np
 import pytest
 from flax import nnx
 
 from nupa_jax import models
+from nupa_jax.models import hf
 import model_testing
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 VOCAB, HIDDEN, MLP, HEADS, KV_HEADS, LAYERS = 40, 64, 96, 4, 2, 2
-HEAD_DIM = HIDDEN // HEADS
 LLAMA3_SCALING = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                   "original_max_position_embeddings": 64}
 
@@ -35,37 +36,22 @@ def _hf_model(scaling):
   return model
 
 
-def _copy_weights(hf, ours):
-  w = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
-  stack = lambda name, f: np.stack([f(w[f"model.layers.{i}.{name}"]) for i in range(LAYERS)])
-  layers = ours.layers
-  layers.attn.q.kernel[...] = stack("self_attn.q_proj.weight",
-                                    lambda m: m.T.reshape(HIDDEN, HEADS, HEAD_DIM))
-  layers.attn.k.kernel[...] = stack("self_attn.k_proj.weight",
-                                    lambda m: m.T.reshape(HIDDEN, KV_HEADS, HEAD_DIM))
-  layers.attn.v.kernel[...] = stack("self_attn.v_proj.weight",
-                                    lambda m: m.T.reshape(HIDDEN, KV_HEADS, HEAD_DIM))
-  layers.attn.o.kernel[...] = stack("self_attn.o_proj.weight",
-                                    lambda m: m.T.reshape(HEADS, HEAD_DIM, HIDDEN))
-  for name in ("gate", "up", "down"):
-    getattr(layers.mlp, name).kernel[...] = stack(f"mlp.{name}_proj.weight", lambda m: m.T)
-  layers.attn_norm.scale[...] = stack("input_layernorm.weight", lambda m: m)
-  layers.mlp_norm.scale[...] = stack("post_attention_layernorm.weight", lambda m: m)
-  ours.embed.table[...] = w["model.embed_tokens.weight"]
-  ours.norm.scale[...] = w["model.norm.weight"]
-  ours.head.kernel[...] = w["lm_head.weight"].T
+def _copy_weights(reference, ours):
+  """The reference's weights into our stacked layout, by the checkpoint loader's mapping."""
+  tensors = {k: v.detach().numpy() for k, v in reference.state_dict().items()}
+  nnx.update(ours, hf.load_params(tensors, nnx.state(ours)))
 
 
 @pytest.mark.parametrize("scaling", [None, LLAMA3_SCALING], ids=["rope", "llama3_scaling"])
 def test_logits_match_hugging_face_llama(scaling):
-  hf = _hf_model(scaling)
+  reference = _hf_model(scaling)
   ours = models.build({"num_layers": LAYERS, "hidden": HIDDEN, "mlp": MLP, "heads": HEADS,
                        "kv_heads": KV_HEADS, "dtype": "float32",
                        "posenc": {"name": "rope", "theta": 500000.0, "scaling": scaling}},
                       VOCAB, rngs=nnx.Rngs(0))
-  _copy_weights(hf, ours)
+  _copy_weights(reference, ours)
   tokens = np.random.default_rng(0).integers(0, VOCAB, (2, 150)).astype(np.int32)
   with torch.no_grad():
-    expected = hf(torch.from_numpy(tokens).long()).logits.numpy()
+    expected = reference(torch.from_numpy(tokens).long()).logits.numpy()
   got = np.asarray(model_testing.forward(ours, tokens))
   np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-5)

@@ -68,6 +68,17 @@ def test_llama3_rope_scaling_keeps_fast_slows_slow_and_interpolates_between():
                              (1 - smooth) * plain[medium] / 8 + smooth * plain[medium], rtol=1e-6)
 
 
+def test_linear_rope_scaling_slows_every_frequency_and_unknown_types_are_refused():
+  plain = rope.inverse_frequencies(64, 10000.0)
+  np.testing.assert_allclose(
+      rope.inverse_frequencies(64, 10000.0, {"rope_type": "linear", "factor": 4.0}), plain / 4,
+      rtol=1e-6)
+  with pytest.raises(ValueError, match="unknown RoPE scaling 'yarn'; known: llama3, linear"):
+    make_pe("rope", scaling={"rope_type": "yarn", "factor": 4.0})
+  with pytest.raises(ValueError, match="RoPE scaling 'linear': .*low_freq_factor"):
+    make_pe("rope", scaling={"rope_type": "linear", "factor": 4.0, "low_freq_factor": 1.0})
+
+
 def test_alibi_slopes_follow_the_paper_for_power_of_two_and_other_head_counts():
   np.testing.assert_allclose(alibi.slopes(8), [2.0 ** -i for i in range(1, 9)])
   np.testing.assert_allclose(alibi.slopes(6), [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3])

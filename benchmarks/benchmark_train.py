@@ -1,0 +1,193 @@
+"""Training throughput and MFU of nupa_jax next to the paper's PyTorch reference.
+
+nupa_jax: the real train step (`training.step.make_train_step`) on real packed batches from
+the data pipeline (`data.Pipeline`), for a config family and size, at several batch sizes
+(samples per step, the paper's unit). Batches are generated before timing and cycled, so the
+numbers measure the step, not the host; `benchmark_pipeline.py` measures the host side.
+
+Reference (`--reference`): Hugging Face `LlamaForCausalLM` with the same widths, bf16
+autocast, fused AdamW, each batch padded to its longest sample (what the paper's code does),
+on the same tokens.
+
+MFU = 6 x parameters x non-padding tokens per second / the card's dense bf16 peak (989
+TFLOP/s for H100 SXM and H200), as the trainer issue defines it.
+
+  python benchmarks/benchmark_train.py --size=100m --batches=256,1024,4096 --reference
+  python benchmarks/benchmark_train.py --size=tiny --batches=64 --steps=5     # CPU smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the configs/ package
+from configs import pe as pe_configs
+from nupa_jax import data as data_lib
+from nupa_jax import models
+from nupa_jax.training import optimizer as optimizer_lib
+from nupa_jax.training import state as state_lib
+from nupa_jax.training import step as step_lib
+from nupa_jax import sharding as sharding_lib
+
+PEAK_BF16 = 989e12
+
+
+def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row: int):
+  config = pe_configs.get_config(f"pe={pe},task={task},size={size}")
+  config.train.batch_size = batch_size
+  config.data.samples_per_row = samples_per_row
+  return config
+
+
+def host_batches(config, count: int):
+  """`count` consecutive real training batches as numpy (one process's rows = all rows)."""
+  pipeline = data_lib.Pipeline(config)
+  with pipeline.train_iterator(None, 0) as it:
+    batches = [next(it) for _ in range(count)]
+  return pipeline, batches
+
+
+def time_nupa(config, n_batches: int, steps: int) -> dict:
+  mesh = sharding_lib.make_mesh(config.mesh.shape)
+  batch_sh = sharding_lib.batch_sharding(mesh)
+  pipeline, batches = host_batches(config, n_batches)
+  tx = optimizer_lib.make(config.train)
+  vocab = pipeline.encoder.vocab_size
+  spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx)
+  state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
+  train_step = step_lib.make_train_step(
+      spec.graphdef, spec.shardings, batch_sh, sharding_lib.replicated(mesh),
+      optimizer_lib.schedule(config.train), rng_seed=0 if spec.needs_rng else None)
+  device = [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
+  tokens = [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+  t0 = time.perf_counter()
+  state, metrics = train_step(state, device[0])
+  jax.block_until_ready(metrics)
+  compile_s = time.perf_counter() - t0
+  for b in device[1:3]:
+    state, metrics = train_step(state, b)
+  jax.block_until_ready(metrics)
+  times = []
+  for _ in range(3):
+    t0 = time.perf_counter()
+    for b in itertools.islice(itertools.cycle(device), steps):
+      state, metrics = train_step(state, b)
+    jax.block_until_ready(metrics)
+    times.append((time.perf_counter() - t0) / steps)
+  dt = statistics.median(times)
+  params = models.count_params(config.model, vocab)
+  mean_tokens = float(np.mean(tokens))
+  return dict(
+      impl="nupa_jax", batch=config.train.batch_size, rows=pipeline.rows,
+      seq_len=pipeline.seq_len, params=params, compile_s=round(compile_s, 2),
+      step_ms=round(dt * 1e3, 3), samples_per_s=round(config.train.batch_size / dt),
+      tokens_per_s=round(mean_tokens / dt),
+      padding=round(1 - mean_tokens / (pipeline.rows * pipeline.seq_len), 4),
+      mfu=round(6 * params * mean_tokens / dt / PEAK_BF16, 4),
+      loss=float(metrics["loss"]))
+
+
+def time_reference(config, n_batches: int, steps: int) -> dict:
+  """HF LlamaForCausalLM, bf16 autocast, fused AdamW, batches padded to their longest sample."""
+  import torch
+  import transformers
+
+  padded = config.copy_and_resolve_references()
+  padded.data.packing = "padded"
+  pipeline, batches = host_batches(padded, n_batches)
+  vocab = pipeline.encoder.vocab_size
+  m = models.resolve(config.model, vocab)
+  hf_config = transformers.LlamaConfig(
+      vocab_size=vocab, hidden_size=m.hidden, intermediate_size=m.mlp,
+      num_hidden_layers=m.num_layers, num_attention_heads=m.heads,
+      num_key_value_heads=m.kv_heads, max_position_embeddings=4096,
+      rope_theta=500000.0, tie_word_embeddings=False)
+  device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+  model = transformers.LlamaForCausalLM(hf_config).to(device)
+  opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01,
+                          fused=device.type == "cuda")
+  torch_batches, tokens = [], []
+  for b in batches:
+    real = b["segment_ids"] > 0
+    longest = int(real.sum(axis=1).max())
+    labels = np.where(b["loss_mask"], b["targets"], -100)[:, :longest]
+    torch_batches.append((torch.from_numpy(b["inputs"][:, :longest].astype(np.int64)).to(device),
+                          torch.from_numpy(real[:, :longest]).to(device),
+                          torch.from_numpy(labels.astype(np.int64)).to(device)))
+    tokens.append(int(real.sum()))
+
+  def one(batch):
+    inputs, mask, labels = batch
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+      logits = model(input_ids=inputs, attention_mask=mask).logits
+    loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),
+                                             ignore_index=-100)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+  sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+  for b in torch_batches[:3]:
+    one(b)
+  sync()
+  times = []
+  for _ in range(3):
+    t0 = time.perf_counter()
+    for b in itertools.islice(itertools.cycle(torch_batches), steps):
+      loss = one(b)
+    sync()
+    times.append((time.perf_counter() - t0) / steps)
+  dt = statistics.median(times)
+  params = sum(p.numel() for p in model.parameters())
+  mean_tokens = float(np.mean(tokens))
+  return dict(impl="hf_reference", batch=config.train.batch_size, params=params,
+              step_ms=round(dt * 1e3, 3), samples_per_s=round(config.train.batch_size / dt),
+              tokens_per_s=round(mean_tokens / dt),
+              mfu=round(6 * params * mean_tokens / dt / PEAK_BF16, 4), loss=float(loss))
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--size", default="100m")
+  parser.add_argument("--pe", default="rope")
+  parser.add_argument("--task", default="add_int")
+  parser.add_argument("--batches", default="256,1024", help="samples per step, comma separated")
+  parser.add_argument("--samples_per_row", type=int, default=16)
+  parser.add_argument("--steps", type=int, default=30, help="timed steps per repeat")
+  parser.add_argument("--reference", action="store_true", help="also time HF PyTorch Llama")
+  parser.add_argument("--reference_batches", default="", help="default: --batches")
+  parser.add_argument("--json", default="", help="append one JSON line per result here")
+  args = parser.parse_args(argv)
+  print(f"devices: {jax.devices()}", file=sys.stderr)
+  results = []
+  for batch in map(int, args.batches.split(",")):
+    config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row)
+    results.append(time_nupa(config, 8, args.steps))
+    print(json.dumps(results[-1]), flush=True)
+  if args.reference:
+    for batch in map(int, (args.reference_batches or args.batches).split(",")):
+      config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row)
+      results.append(time_reference(config, 8, args.steps))
+      print(json.dumps(results[-1]), flush=True)
+  if args.json:
+    with open(args.json, "a") as f:
+      for r in results:
+        f.write(json.dumps(r) + "\n")
+  print(f"\n{'impl':13} {'batch':>6} {'step ms':>9} {'samples/s':>10} {'tokens/s':>10} {'MFU':>6}")
+  for r in results:
+    print(f"{r['impl']:13} {r['batch']:6d} {r['step_ms']:9.2f} {r['samples_per_s']:10d} "
+          f"{r['tokens_per_s']:10d} {r['mfu']:6.1%}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
