@@ -34,11 +34,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     raise ValueError("configs/finetune.py needs model=DIR, a Hugging Face checkpoint directory "
                      "(config.json, safetensors, tokenizer.json)")
   config = common.base(size="100m", seed=arg.seed)
-  # Every decoder field (common.model's defaults), the size and RoPE from the checkpoint.
+  # The model is the checkpoint's (nupa_jax.llm.finetune builds it from config.pretrained);
+  # config.model spells it out for the run's config.json and sets the runtime fields.
+  config.pretrained = arg.model
   config.model = ml_collections.ConfigDict({
       **common.model("100m").to_dict(), **hf.model_config(hf.read_config(arg.model), arg.dtype),
       "remat": "full"})
-  config.pretrained = ml_collections.ConfigDict({"path": arg.model})
   config.lora = ml_collections.ConfigDict({"rank": arg.rank, "alpha": arg.alpha,
                                            "dropout": arg.dropout, "targets": lora.TARGETS})
   config.text = ml_collections.ConfigDict({

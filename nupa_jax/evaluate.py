@@ -11,6 +11,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from nupa_jax import distributed
 from nupa_jax.evaluation import evaluator
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "a training run's directory")
@@ -20,6 +21,7 @@ _TASKS = flags.DEFINE_list("tasks", None, "tasks to evaluate (default: the run's
 _PER_LENGTH = flags.DEFINE_integer("per-length", None,
                                    "questions per task and digit length (default: the run's)")
 flags.mark_flag_as_required("workdir")
+distributed.define_flags()
 
 
 def main(argv):
@@ -27,6 +29,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)
+  distributed.initialize_from_flags()
   if _CHECKPOINT.value not in ("best", "latest") and not _CHECKPOINT.value.isdigit():
     raise app.UsageError(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
   try:

@@ -11,12 +11,14 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
+from nupa_jax import distributed
 from nupa_jax.training import trainer
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "experiment config: configs/FAMILY.py[:key=value,...]", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "run directory: checkpoints, logs, evaluations")
 flags.mark_flags_as_required(["config", "workdir"])
+distributed.define_flags()
 
 
 def main(argv):
@@ -24,6 +26,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   if not flags.FLAGS["verbosity"].present:  # orbax logs every save step by step at INFO
     logging.set_verbosity(logging.WARNING)
+  distributed.initialize_from_flags()  # several processes (SLURM, TPU pod, launch/local.sh)
   try:
     trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
   except trainer.ConfigError as e:

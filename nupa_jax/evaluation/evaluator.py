@@ -141,14 +141,15 @@ def _local_rows(array: jax.Array) -> dict[int, np.ndarray]:
   return rows
 
 
-def _next_features(encoder: Encoder, feature_names: frozenset[str]):
+def _next_features(encoder: Encoder, feature_names: frozenset[str], index_hints: bool):
   """How a generated token's PE features follow from the previous ones (generate.py)."""
   if not feature_names:
     return None
-  if feature_names == {"digit_index"}:
+  if feature_names == {"digit_index"} and not index_hints:
     return generate_lib.DigitRuns(tuple(token.isdigit() for token in encoder.tokens))
   raise ValueError(f"evaluating a positional encoding that reads {sorted(feature_names)} needs a "
-                   "rule for generated tokens; only digit_index (Abacus) has one")
+                   "rule for generated tokens; only digit_index (Abacus) has one, and only "
+                   "without index hints (hint tokens between digits would restart its count)")
 
 
 class Evaluator:
@@ -162,7 +163,9 @@ class Evaluator:
     self.tasks = testset.resolve_tasks(tasks) if tasks else eval_tasks(config)
     self.per_length = int(per_length or config.eval.per_length)
     self.feature_names = frozenset(feature_names)
-    self.next_features = _next_features(encoder, self.feature_names)
+    text_format = config.text.get("format") or {}
+    self.next_features = _next_features(encoder, self.feature_names,
+                                        bool(text_format.get("index_hints", False)))
     rows = _round_up(int(config.eval.batch_size), sharding_lib.batch_divisor(mesh))
     # per_length 0: no generation (validation loss only; quick runs and tests).
     self.questions = {} if not self.per_length else load_questions(self.tasks, tuple(config.eval.digits), self.per_length,
@@ -215,7 +218,10 @@ class Evaluator:
     dense = np.full((total, 5), np.nan)
     offsets = np.cumsum([0] + [len(b.questions) for b in self.batches])
     dense[(offsets[local[:, 0].astype(int)] + local[:, 1]).astype(int)] = local
-    gathered = multihost_utils.process_allgather(dense)  # [processes, total, 5]
+    # As uint32 words: process_allgather goes through jax arrays, which would round float64
+    # to float32 (no x64); the bits travel exactly.
+    words = multihost_utils.process_allgather(dense.view(np.uint32))  # [processes, total, 10]
+    gathered = np.asarray(words).view(np.float64)
     return np.nanmax(gathered, axis=0)
 
   def _summarize(self, rows: np.ndarray) -> dict:

@@ -1,10 +1,11 @@
 """Pretrained LLMs on NUPA: the paper's text prompts in a checkpoint's own tokens, scoring a
 Hugging Face checkpoint on the test set (`python -m nupa_jax.evaluate_llm`), and the pieces of
-LoRA finetuning (`configs/finetune.py`). Checkpoint weights: `nupa_jax.models.hf`.
+finetuning of a checkpoint, LoRA or full (`configs/finetune.py`, `configs/rfcot.py`).
+Checkpoint weights: `nupa_jax.models.hf`.
 
   tokenizer.py   tokenizer.json, special tokens, chat template (jinja2)
   prompts.py     zero- / 5-shot prompts, plain or chat; reading an answer out of a reply
   encoding.py    PromptEncoder: the text.Encoder interface for the data pipeline / evaluator
   evaluation.py  generate, score, write predictions.jsonl + REPORT.json; export prompts
-  finetune.py    adapted model, sharded initial state from the checkpoint, merged export
+  finetune.py    the adapted model, its sharded state from the checkpoint, merged export
 """

@@ -52,6 +52,12 @@ class _Run:
     self.config = config
     self.workdir = workdir
     try:
+      for name in ("steps", "log_every"):
+        if int(config.train[name]) < 1:
+          raise ValueError(f"config.train.{name} must be >= 1")
+      if int(config.checkpoint.every) < 1 or int(config.eval.every) < 0:
+        raise ValueError("config.checkpoint.every must be >= 1 and config.eval.every >= 0 "
+                         "(0 = only at the end)")
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
       self.replicated = sharding_lib.replicated(self.mesh)
@@ -64,12 +70,6 @@ class _Run:
                                  config.mesh.rules, seed=config.seed, tx=self.tx)
       self.evaluator = evaluator_lib.Evaluator(config, self.encoder, self.mesh,
                                                self.spec.feature_names)
-      for name in ("steps", "log_every"):
-        if int(config.train[name]) < 1:
-          raise ValueError(f"config.train.{name} must be >= 1")
-      if int(config.checkpoint.every) < 1 or int(config.eval.every) < 0:
-        raise ValueError("config.checkpoint.every must be >= 1 and config.eval.every >= 0 "
-                         "(0 = only at the end)")
     except ValueError as e:
       raise ConfigError(str(e)) from e
 

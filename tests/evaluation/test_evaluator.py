@@ -130,7 +130,17 @@ def test_results_files_and_table(tmp_path):
       "add_int/S/exact_match": 1.0, "add_int/S/digit_match": 1.0, "add_int/S/dlength": 0.0}
 
 
-def test_unsupported_pe_features_are_reported(encoder):
+def test_pe_features_of_generated_tokens(encoder):
+  """Abacus digit indices continue through generated digits; what has no rule is refused."""
+  config, mesh = eval_config(), sharding.make_mesh({"data": -1})
+  config.eval.per_length = 0
+  abacus = evaluator_lib.Evaluator(config, encoder, mesh, feature_names={"digit_index"})
+  rule = abacus.next_features
+  previous = {"digit_index": jnp.array([2, 0, 3])}
+  tokens = jnp.array([encoder.tokens.index("7"), encoder.tokens.index("4"), encoder.eos_id])
+  assert rule(previous, tokens)["digit_index"].tolist() == [3, 1, 0]
   with pytest.raises(ValueError, match=r"reads \['significance'\] needs a rule"):
-    evaluator_lib.Evaluator(eval_config(), encoder, sharding.make_mesh({"data": -1}),
-                            feature_names={"significance"})
+    evaluator_lib.Evaluator(config, encoder, mesh, feature_names={"significance"})
+  config.text.format.index_hints = True
+  with pytest.raises(ValueError, match="without index hints"):
+    evaluator_lib.Evaluator(config, encoder, mesh, feature_names={"digit_index"})

@@ -10,6 +10,7 @@ import pytest
 from flax import nnx
 
 from configs import finetune as finetune_config
+from configs import rfcot as rfcot_config
 from nupa_jax import data
 from nupa_jax import sharding
 from nupa_jax.llm import encoding
@@ -53,6 +54,7 @@ def test_config_follows_the_paper(checkpoint):
   assert (config.lora.rank, config.lora.alpha, config.lora.dropout) == (128, 32.0, 0.1)
   assert tuple(config.lora.targets) == ("q", "k", "v", "o", "gate", "up", "down")
   assert config.train.steps == 800 and config.data.tasks.to_dict() == {"all": 1.0}
+  assert config.pretrained == str(directory) and finetune.enabled(config)
   assert config.model.qkv_bias and config.model.tie_embeddings is False
   # 1e5 samples per task and length: 20-digit tasks train on 1-20, 100-digit ones on 1-100.
   from nupa_jax import tasks
@@ -62,6 +64,17 @@ def test_config_follows_the_paper(checkpoint):
     finetune_config.get_config("rank=8")
 
 
+def test_rfcot_runs_finetune_the_whole_checkpoint_whatever_config_model_says(checkpoint):
+  directory, reference = checkpoint
+  config = rfcot_config.get_config(f"model={directory},size=tiny,tasks=add_int")
+  assert finetune.enabled(config) and finetune.trainable(config) is nnx.Param  # no LoRA
+  state_spec = finetune.spec(config, sharding.make_mesh({"data": -1}))
+  model = nnx.merge(state_spec.graphdef, state_spec.abstract)
+  assert model.embed.table.shape == tuple(reference.model.embed_tokens.weight.shape)
+  assert model.config.qkv_bias and model.config.num_layers == llm_testing.LAYERS
+  assert model.config.dtype == config.model.dtype  # a runtime field of config.model
+
+
 def test_lora_finetuning_trains_adapters_only_and_exports_the_merged_model(checkpoint, tmp_path):
   directory, reference = checkpoint
   config = small_config(directory)
@@ -69,8 +82,8 @@ def test_lora_finetuning_trains_adapters_only_and_exports_the_merged_model(check
   pipeline = data.Pipeline(config, encoder)
   mesh = sharding.make_mesh(config.mesh.shape)
   tx = optax.adam(LR)
-  spec = finetune.spec(config, encoder.vocab_size, mesh, tx=tx)
-  state = finetune.initialise(spec, config, encoder.vocab_size, tx=tx)
+  spec = finetune.spec(config, mesh, tx=tx)
+  state = finetune.initialise(spec, config, tx=tx)
   model, _ = nnx.merge(spec.graphdef, state)
   tokens = np.random.default_rng(0).integers(0, encoder.vocab_size, (2, 40))
   before = llm_testing.hf_logits(reference, tokens)

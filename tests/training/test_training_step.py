@@ -1,14 +1,17 @@
 """The pure train / eval steps: the loss is the masked token mean, steps learn."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
 
+from nupa_jax import checkpoint
 from nupa_jax import data
 from nupa_jax import sharding
 from nupa_jax.training import optimizer
 from nupa_jax.training import state as state_lib
 from nupa_jax.training import step as step_lib
+from nupa_jax.training import trainer
 
 import training_testing
 
@@ -64,3 +67,24 @@ def test_train_step_learns_and_reports_its_learning_rate(setup):
   model, _ = nnx.merge(spec.graphdef, state)
   np.testing.assert_allclose(float(total), float(step_lib.loss_sums(model, batch)[0]),
                              rtol=1e-5)
+
+
+def test_init_from_starts_from_another_runs_model_with_a_fresh_optimizer(tmp_path, setup):
+  _, _, _, state, _ = setup
+  source = jax.tree.map(lambda x: x.copy(), state)
+  pure = nnx.to_pure_dict(source)
+  pure[1]["step"] = jnp.asarray(7, pure[1]["step"].dtype)  # an optimizer that has run
+  nnx.replace_by_pure_dict(source, pure)
+  ckpt = checkpoint.Checkpointer(tmp_path / "source")
+  ckpt.save(7, source, {"data": 7, "samples_seen": 112})
+  ckpt.close()
+  config = training_testing.micro_config(**{"eval.per_length": 0})
+  config.seed = 5  # a fresh initialisation would differ from the source's
+  config.init_from = f"{tmp_path / 'source'}:latest"
+  started = nnx.to_pure_dict(trainer._Run(config, tmp_path / "new").init_state())
+  for a, b in zip(jax.tree.leaves(started[0]), jax.tree.leaves(nnx.to_pure_dict(state)[0])):
+    np.testing.assert_array_equal(a, b)
+  assert int(started[1]["step"]) == 0
+  config.init_from = str(tmp_path / "nothing_here")
+  with pytest.raises(trainer.ConfigError, match="config.init_from=.*no checkpoint in"):
+    trainer._Run(config, tmp_path / "new").init_state()
