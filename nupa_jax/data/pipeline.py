@@ -34,7 +34,15 @@ _ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a 
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> Encoder:
-  """`Encoder(**config.text)` (tokenizer and format dicts; defaults when absent)."""
+  """The config's text encoder: `Encoder(**config.text)` (digit tokens), unless a text mode
+  claims the config by `config.text.tokenizer.name`: RF-CoT traces (`rfcot`) or a pretrained
+  checkpoint's own tokenizer (`hf`). Those modes build on this package, so they
+  are imported here, when asked, not at import time."""
+  from nupa_jax.llm import encoding as llm_encoding  # pylint: disable=import-outside-toplevel
+  from nupa_jax.rfcot import data as rfcot_data  # pylint: disable=import-outside-toplevel
+  for mode in (rfcot_data, llm_encoding):
+    if mode.enabled(config):
+      return mode.encoder_from_config(config)
   text = config.get("text") or {}
   return Encoder(tokenizer=settings_lib.plain(text.get("tokenizer")),
                  format=settings_lib.plain(text.get("format")))
