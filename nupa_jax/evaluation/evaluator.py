@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 import jax
 import numpy as np
+from absl import logging
 from flax import nnx
 from jax.experimental import multihost_utils
 
@@ -95,19 +96,27 @@ def _round_up(n: int, multiple: int) -> int:
 
 
 def make_batches(encoder: Encoder, questions: dict[str, list[testset.Question]], rows: int,
-                 feature_names: Iterable[str] = ()) -> list[Batch]:
-  """Encodes prompts (and answers, for their lengths) into fixed-size generation batches."""
+                 feature_names: Iterable[str] = (),
+                 skipped: collections.Counter | None = None) -> list[Batch]:
+  """Encodes prompts (and answers, for their lengths) into fixed-size generation batches.
+
+  An encoder with a context budget (`fits(tokens)`, RF-CoT's) cannot hold every question: one
+  whose whole sample does not fit is left out and counted in `skipped[task]`.
+  """
   feature_names = sorted(feature_names)
   out = []
   for task, qs in questions.items():
-    for start in range(0, len(qs), rows):
-      chunk = qs[start:start + rows]
-      prompts, answer_lengths = [], []
-      for q in chunk:
-        prompt, _ = encoder.encode(task, q.a, q.b, None)
-        full, _ = encoder.encode(task, q.a, q.b, q.answer)
-        prompts.append(prompt)
-        answer_lengths.append(len(full) - len(prompt))
+    encoded = []  # (question, prompt, answer length) of the questions that fit
+    for q in qs:
+      prompt, _ = encoder.encode(task, q.a, q.b, None)
+      full, _ = encoder.encode(task, q.a, q.b, q.answer)
+      if hasattr(encoder, "fits") and not encoder.fits(full):
+        if skipped is not None:
+          skipped[task] += 1
+        continue
+      encoded.append((q, prompt, len(full) - len(prompt)))
+    for start in range(0, len(encoded), rows):
+      chunk, prompts, answer_lengths = zip(*encoded[start:start + rows])
       width = _round_up(max(map(len, prompts)), _ROUND)
       padded = np.full((rows, width), encoder.pad_id, np.int32)
       lengths = np.zeros(rows, np.int32)
@@ -170,7 +179,11 @@ class Evaluator:
     # per_length 0: no generation (validation loss only; quick runs and tests).
     self.questions = {} if not self.per_length else load_questions(self.tasks, tuple(config.eval.digits), self.per_length,
                                     int(config.data.test_seed), config.eval.test_dir)
-    self.batches = make_batches(encoder, self.questions, rows, self.feature_names)
+    self.skipped = collections.Counter()  # {task: test questions over the context}
+    self.batches = make_batches(encoder, self.questions, rows, self.feature_names, self.skipped)
+    if self.skipped:
+      logging.warning("evaluation leaves out test questions longer than the context: %s",
+                      dict(self.skipped))
     self._sharding = sharding_lib.batch_sharding(mesh)
 
   def _scores(self, batch: Batch, generated: jax.Array) -> list[tuple[int, dict]]:
@@ -232,6 +245,11 @@ class Evaluator:
                                   {"exact_match": em, "digit_match": dm, "dlength": dl}))
     return {task: metrics.summarize(records[task], tasks_lib.get(task).max_digits)
             for task in self.tasks if records[task]}
+
+
+def skipped_meta(evaluator: Evaluator) -> dict:
+  """`{"skipped_over_context": {task: count}}` when test questions were left out, else {}."""
+  return {"skipped_over_context": dict(evaluator.skipped)} if evaluator.skipped else {}
 
 
 def write_results(workdir: str | pathlib.Path, step: int, results: dict, meta: dict) -> pathlib.Path:
@@ -299,6 +317,7 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   """
   from nupa_jax import checkpoint as checkpoint_lib  # pylint: disable=g-import-not-at-top
   from nupa_jax.data import pipeline  # pylint: disable=g-import-not-at-top
+  from nupa_jax.llm import finetune  # pylint: disable=g-import-not-at-top
   from nupa_jax.training import state as state_lib  # pylint: disable=g-import-not-at-top
 
   config = load_run_config(workdir)
@@ -307,8 +326,11 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   except ValueError:
     mesh = sharding_lib.make_mesh({"data": -1})
   encoder = pipeline.encoder_from_config(config)
-  spec = state_lib.spec(config.model, encoder.vocab_size, mesh, config.mesh.rules,
-                        seed=config.seed)
+  if finetune.enabled(config):  # the adapted checkpoint's model, LoRA adapters included
+    spec = finetune.spec(config, mesh, seed=config.seed)
+  else:
+    spec = state_lib.spec(config.model, encoder.vocab_size, mesh, config.mesh.rules,
+                          seed=config.seed)
   ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
@@ -319,5 +341,6 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   if jax.process_index() == 0:
     write_results(workdir, step, results,
                   {"samples_seen": meta.get("samples_seen"), "checkpoint": checkpoint,
-                   "per_length": evaluator.per_length, "greedy": bool(config.eval.greedy)})
+                   "per_length": evaluator.per_length, "greedy": bool(config.eval.greedy),
+                   **skipped_meta(evaluator)})
   return step, results

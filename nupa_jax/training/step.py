@@ -45,8 +45,12 @@ def _mean_loss(model, batch, rng):
 
 
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
-                    schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None):
+                    schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
+                    wrt: nnx.filterlib.Filter = nnx.Param):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
+
+  `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
+  for a LoRA finetuning run, `llm.finetune.trainable`); the others stay frozen.
 
   `rng_seed`: for models whose training pass is random (StateSpec.needs_rng); step s draws
   from `fold_in(key(rng_seed), s)`, so a resumed run repeats the same draws.
@@ -59,7 +63,7 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     step = optimizer.step[...]
     lr = schedule(step)
     rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
-    grad_fn = nnx.value_and_grad(_mean_loss, has_aux=True)
+    grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
     (loss, answer_tokens), grads = grad_fn(model, batch, rng)
     optimizer.update(model, grads)
     metrics = {

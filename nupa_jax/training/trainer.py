@@ -16,7 +16,6 @@ NaN or inf stops the run with the last good checkpoint intact.
 """
 from __future__ import annotations
 
-import json
 import math
 import pathlib
 import time
@@ -29,6 +28,8 @@ from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import data as data_lib
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.llm import finetune
+from nupa_jax.rfcot import data as rfcot_data
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.training import state as state_lib
 from nupa_jax.training import step as step_lib
@@ -61,21 +62,37 @@ class _Run:
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
       self.replicated = sharding_lib.replicated(self.mesh)
-      self.pipeline = data_lib.Pipeline(config)
+      if rfcot_data.enabled(config):  # padded rows; each task's lengths cut to those that fit
+        encoder = rfcot_data.encoder_from_config(config)
+        config = self.config = rfcot_data.configure(config, encoder)
+        self.pipeline = data_lib.Pipeline(config, encoder)
+      else:
+        self.pipeline = data_lib.Pipeline(config)
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
       self.encoder = self.pipeline.encoder
       self.schedule = optimizer_lib.schedule(config.train)
       self.tx = optimizer_lib.make(config.train)
-      self.spec = state_lib.spec(config.model, self.encoder.vocab_size, self.mesh,
-                                 config.mesh.rules, seed=config.seed, tx=self.tx)
+      if finetune.enabled(config):  # a pretrained checkpoint, LoRA adapters or all trained
+        if config.get("init_from"):
+          raise ValueError("config.init_from does not apply to a finetuning run, which starts "
+                           "from config.pretrained: set one of them")
+        self.spec = finetune.spec(config, self.mesh, seed=config.seed, tx=self.tx)
+        self.wrt = finetune.trainable(config)
+      else:
+        self.spec = state_lib.spec(config.model, self.encoder.vocab_size, self.mesh,
+                                   config.mesh.rules, seed=config.seed, tx=self.tx)
+        self.wrt = nnx.Param
       self.evaluator = evaluator_lib.Evaluator(config, self.encoder, self.mesh,
                                                self.spec.feature_names)
     except ValueError as e:
       raise ConfigError(str(e)) from e
 
   def init_state(self):
-    """Fresh state, with the model taken from `config.init_from` if set."""
+    """Fresh state, with the model taken from `config.init_from` if set (from
+    `config.pretrained` for a finetuning run)."""
     c = self.config
+    if finetune.enabled(c):
+      return finetune.initialise(self.spec, c, seed=c.seed, tx=self.tx)
     state = state_lib.initialise(self.spec, c.model, self.encoder.vocab_size, seed=c.seed,
                                  tx=self.tx)
     if c.init_from:
@@ -146,7 +163,7 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
   run = _Run(config, workdir)
   if main:
     workdir.mkdir(parents=True, exist_ok=True)
-    _write_config(config, workdir)
+    _write_config(run.config, workdir)  # as run: with the data mode's changes (RF-CoT cuts)
   writer = writers.MetricWriter(workdir, enabled=main)
   progress = writers.Progress(int(config.train.steps), enabled=main)
   ckpt = checkpoint_lib.Checkpointer(workdir, keep=int(config.checkpoint.keep),
@@ -189,7 +206,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
 
   train_step = step_lib.make_train_step(
       run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
-      rng_seed=c.seed if run.spec.needs_rng else None)
+      rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated)
   with run.pipeline.val_iterator(int(c.eval.validation_batches), run.batch_sharding) as it:
@@ -223,20 +240,14 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
                   val_loss=val_loss)
       window.paused += time.perf_counter() - paused
   ckpt.wait()
-  if results is None:  # the run had already finished: show its final evaluation again
-    results = _final_results(run, state, eval_step, validation, total, samples_seen, writer,
-                             progress)
+  if results is None:  # the run had already finished: evaluate its final state again
+    results = _evaluate(run, state, eval_step, validation, step, samples_seen, writer,
+                        progress)[1]
+  if finetune.enabled(c):  # on every process: the export gathers the sharded weights
+    out = finetune.export(nnx.merge(run.spec.graphdef, state)[0], c,
+                          run.workdir / finetune.EXPORT_DIR)
+    progress.print(f"exported the finetuned model (adapters merged) to {out}")
   return results
-
-
-def _final_results(run, state, eval_step, validation, step, samples_seen, writer, progress):
-  path = run.workdir / evaluator_lib.EVAL_DIR / f"step_{step}.json"
-  if path.exists():
-    results = {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
-    progress.print(f"already trained to step {step}; evaluation from {path}:\n"
-                   + evaluator_lib.format_table(results))
-    return results
-  return _evaluate(run, state, eval_step, validation, step, samples_seen, writer, progress)[1]
 
 
 def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: int,
@@ -252,7 +263,8 @@ def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: 
     message = f"evaluation at step {step}: validation loss {val_loss:.4f}"
     if results:
       meta = {"samples_seen": samples_seen, "val_loss": val_loss,
-              "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy)}
+              "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy),
+              **evaluator_lib.skipped_meta(run.evaluator)}
       path = evaluator_lib.write_results(run.workdir, step, results, meta)
       message += (f" ({time.perf_counter() - start:.1f} s); exact match / digit match / "
                   f"dlength by bucket, from {path}:\n{evaluator_lib.format_table(results)}")
