@@ -18,6 +18,7 @@ TFLOP/s for H100 SXM and H200), as the trainer issue defines it.
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import json
 import pathlib
@@ -40,10 +41,23 @@ from nupa_jax import sharding as sharding_lib
 PEAK_BF16 = 989e12
 
 
-def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row: int):
+def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row: int,
+                overrides: list[str] = ()):
+  """The pe family's config at `size`, with `section.field=value` overrides (values read as
+  Python literals, else strings), e.g. `model.scan_unroll=8` or `model.attention_impl=cudnn`."""
   config = pe_configs.get_config(f"pe={pe},task={task},size={size}")
   config.train.batch_size = batch_size
   config.data.samples_per_row = samples_per_row
+  for item in overrides:
+    key, _, text = item.partition("=")
+    *path, name = key.split(".")
+    node = config
+    for part in path:
+      node = node[part]
+    try:
+      node[name] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      node[name] = text
   return config
 
 
@@ -166,16 +180,20 @@ def main(argv=None) -> int:
   parser.add_argument("--reference", action="store_true", help="also time HF PyTorch Llama")
   parser.add_argument("--reference_batches", default="", help="default: --batches")
   parser.add_argument("--json", default="", help="append one JSON line per result here")
+  parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                      help="config override, repeatable: --override model.scan_unroll=8")
   args = parser.parse_args(argv)
   print(f"devices: {jax.devices()}", file=sys.stderr)
   results = []
   for batch in map(int, args.batches.split(",")):
-    config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row)
+    config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row,
+                         args.override)
     results.append(time_nupa(config, 8, args.steps))
     print(json.dumps(results[-1]), flush=True)
   if args.reference:
     for batch in map(int, (args.reference_batches or args.batches).split(",")):
-      config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row)
+      config = make_config(args.size, args.pe, args.task, batch, args.samples_per_row,
+                         args.override)
       results.append(time_reference(config, 8, args.steps))
       print(json.dumps(results[-1]), flush=True)
   if args.json:

@@ -1,1 +1,1 @@
-"""Experiment configs: one file per ablation family, loaded with `--config=configs/FAMILY.py:ARGS`."""
+"""Experiment configs, one file per ablation family: `--config=configs/FAMILY.py:ARGS`."""

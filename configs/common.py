@@ -4,7 +4,10 @@ Each family file (pe.py, tokenizer.py, ...) starts from `base(size=...)` and cha
 its ablation varies, so a diff between two configs is exactly the experiment's variable. The
 per-size training settings follow the paper (Appendix A.4.1: AdamW, lr 5e-5, weight decay 0.01,
 cosine decay, batch 256 / 64 / 32 for 0.1B / 0.9B / 3B, one epoch of 1e7 samples per length);
-`tiny` is tuned instead to learn integer addition on a 2-core laptop CPU within minutes.
+`tiny` is sized instead to finish on a 2-core laptop CPU in about 5 minutes (2,400 steps of 64
+samples, ~0.12 s a step): enough to watch every part work and the loss fall from 6.5 to ~1.5,
+not to learn plain-format addition, which takes a model of this size ~10^6 samples (measured:
+exact match 0.15 at 3 digits after 384k samples).
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ MESH_RULES = (
 
 # Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
 # samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU:
-# a higher learning rate with warmup, small batches, a few thousand steps.
+# a higher learning rate with warmup, small batches, a few thousand steps (lr 1e-3..3e-3 and
+# warmup 100 were within noise of each other; lr 1e-2 learned slower).
 _TRAIN = {
     "tiny": dict(steps=2400, batch_size=64, learning_rate=3e-3, warmup_steps=100,
                  eval_every=0, per_length=100, ckpt_every=400, log_every=50),
@@ -90,7 +94,10 @@ def model(size: str) -> ml_collections.ConfigDict:
   """
   fields = {f.name: f.default for f in dataclasses.fields(models.ModelConfig)
             if f.default is not dataclasses.MISSING and f.name != "posenc"}
-  m = ml_collections.ConfigDict({**fields, **models.PRESETS[size]})
+  fields.update(models.PRESETS[size])
+  if isinstance(fields.get("scan_unroll"), bool):  # True = all layers; an int stays overridable
+    fields["scan_unroll"] = fields["num_layers"] if fields["scan_unroll"] else 1
+  m = ml_collections.ConfigDict(fields)
   m.head_dim = ml_collections.config_dict.placeholder(int)  # None: hidden // heads
   m.posenc = {"name": "rope"}
   return m

@@ -177,8 +177,9 @@ class Evaluator:
                                         bool(text_format.get("index_hints", False)))
     rows = _round_up(int(config.eval.batch_size), sharding_lib.batch_divisor(mesh))
     # per_length 0: no generation (validation loss only; quick runs and tests).
-    self.questions = {} if not self.per_length else load_questions(self.tasks, tuple(config.eval.digits), self.per_length,
-                                    int(config.data.test_seed), config.eval.test_dir)
+    self.questions = {} if not self.per_length else load_questions(
+        self.tasks, tuple(config.eval.digits), self.per_length, int(config.data.test_seed),
+        config.eval.test_dir)
     self.skipped = collections.Counter()  # {task: test questions over the context}
     self.batches = make_batches(encoder, self.questions, rows, self.feature_names, self.skipped)
     if self.skipped:
@@ -252,7 +253,8 @@ def skipped_meta(evaluator: Evaluator) -> dict:
   return {"skipped_over_context": dict(evaluator.skipped)} if evaluator.skipped else {}
 
 
-def write_results(workdir: str | pathlib.Path, step: int, results: dict, meta: dict) -> pathlib.Path:
+def write_results(workdir: str | pathlib.Path, step: int, results: dict,
+                  meta: dict) -> pathlib.Path:
   """`eval/step_{step}.json` and `eval/latest.json` (with a `_meta` entry); returns the former."""
   directory = pathlib.Path(workdir) / EVAL_DIR
   directory.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,8 @@ Restarts: a workdir with a checkpoint resumes from its latest step — model, op
 and the data position, so the resumed run computes exactly the losses the uninterrupted run
 would have (bit for bit on CPU; on GPU set `XLA_FLAGS=--xla_gpu_deterministic_ops=true`, at
 some cost in speed, for the same guarantee). Losses are synced to the host only at log,
-evaluation and checkpoint steps (every step's loss is checked there, before any save), so a
-NaN or inf stops the run with the last good checkpoint intact.
+evaluation and checkpoint steps (every step's loss and gradient norm are checked there, before
+any save), so a NaN or inf stops the run with the last good checkpoint intact.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class ConfigError(ValueError):
 
 
 class DivergedError(RuntimeError):
-  """The loss became NaN or infinite."""
+  """The loss or the gradient norm became NaN or infinite."""
 
 
 class _Run:
@@ -132,12 +132,14 @@ class _Window:
     self.paused = 0.0  # evaluation / checkpoint time, not counted as training time
 
   def fetch(self) -> None:
-    """Brings pending metrics to the host; raises DivergedError on a non-finite loss."""
+    """Brings pending metrics to the host; raises DivergedError on a non-finite loss or
+    gradient (a step with a non-finite gradient has already spoiled the parameters)."""
     for step, values in zip([s for s, _ in self.pending],
                             jax.device_get([m for _, m in self.pending])):
-      loss = float(values["loss"])
-      if not math.isfinite(loss):
-        raise DivergedError(f"the loss became {loss} at step {step}")
+      for key, name in (("loss", "the loss"), ("grad_norm", "the gradient norm")):
+        value = float(values[key])
+        if not math.isfinite(value):
+          raise DivergedError(f"{name} became {value} at step {step}")
       self.metrics.append(values)
     self.pending = []
 

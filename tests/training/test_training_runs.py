@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from nupa_jax.training import optimizer
 from nupa_jax.training import trainer
 
 import training_testing
@@ -28,15 +29,20 @@ def test_sharded_run_matches_single_device(tmp_path):
   """Mesh data 2 x fsdp 2 x tensor 2 on 8 fake devices: the same losses as one device."""
   steps = {"train.steps": 4}
   training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "one", **steps))
-  training_testing.run("nupa_jax.train", training_testing.micro_args(
-      tmp_path / "eight", **steps, **{"mesh.shape": "{'data':2,'fsdp':2,'tensor':2}"}),
-      devices=8)
+  mesh = {"mesh.shape.data": 2, "mesh.shape.fsdp": 2, "mesh.shape.tensor": 2}
+  eight = training_testing.run("nupa_jax.train", training_testing.micro_args(
+      tmp_path / "eight", **steps, **mesh), devices=8)
+  assert "mesh {'data': 2, 'fsdp': 2, 'tensor': 2}" in eight.stdout
   one, eight = step_records(tmp_path / "one"), step_records(tmp_path / "eight")
   assert [r["step"] for r in one] == [r["step"] for r in eight] == [1, 2, 3, 4]
   for a, b in zip(one, eight):
     np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
                                rtol=2e-5)
   assert one[-1]["loss"] < one[0]["loss"]
+  schedule = optimizer.schedule(training_testing.micro_config(**steps).train)
+  assert [r["learning_rate"] for r in one] == pytest.approx(
+      [float(schedule(s)) for s in range(4)])  # step s uses the rate of its optimizer count
+  assert [r["samples_seen"] for r in one] == [16, 32, 48, 64]
 
 
 def _committed_steps(workdir: pathlib.Path) -> list[int]:
@@ -57,8 +63,8 @@ def _logged_steps(workdir: pathlib.Path) -> list[int]:
 
 
 def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_path):
-  total = 60
-  settings = {"train.steps": total, "checkpoint.every": 5}
+  total = 100  # long enough that an async checkpoint commits well before the end
+  settings = {"train.steps": total, "checkpoint.every": 10}
   cache = tmp_path / "jax_cache"
   training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings),
                        cache=cache)
@@ -130,6 +136,17 @@ def test_cli_without_workdir_or_with_an_unknown_pe_says_so(tmp_path):
       "--config=configs/pe.py:pe=rpoe,size=tiny", f"--workdir={tmp_path}"], check=False)
   assert bad_pe.returncode == 2
   assert "config error: unknown positional encoding 'rpoe'" in bad_pe.stderr
-  typo = training_testing.run("nupa_jax.train", [
-      "--config=configs/pe.py:pee=rope", f"--workdir={tmp_path}"], check=False)
-  assert typo.returncode != 0 and "unknown config argument 'pee'" in typo.stderr
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"loss": float("nan")}, "the loss became nan at step 3"),
+    ({"grad_norm": float("inf")}, "the gradient norm became inf at step 3"),
+])
+def test_a_non_finite_loss_or_gradient_stops_the_run(bad, message):
+  """Checked for every step at a log / checkpoint step, before anything is saved."""
+  window = trainer._Window()
+  good = {"loss": 1.0, "grad_norm": 0.5, "learning_rate": 1e-3, "tokens": 10}
+  window.pending = [(1, good), (2, good), (3, {**good, **bad}), (4, good)]
+  with pytest.raises(trainer.DivergedError, match=message):
+    window.fetch()
+  assert len(window.metrics) == 2

@@ -22,8 +22,11 @@ MICRO = {
 def micro_config(**overrides):
   config = pe.get_config("size=tiny")
   for key, value in {**MICRO, **overrides}.items():
-    section, name = key.split(".")
-    config[section][name] = value
+    *path, name = key.split(".")
+    node = config
+    for part in path:
+      node = node[part]
+    node[name] = value
   return config
 
 
@@ -37,9 +40,10 @@ def micro_args(workdir, **overrides) -> list[str]:
 
 def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
   """Environment of a subprocess with `devices` fake CPU devices; `cache` shares compiled
-  programs between the runs of one test (the persistent compilation cache)."""
-  out = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
-             JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+  programs between the runs of one test (the persistent compilation cache). LLVM's
+  optimisations are off: they double compile times, and the runs compared use the same flags."""
+  flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
+  out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
   if cache is not None:
     out.update(JAX_COMPILATION_CACHE_DIR=str(cache),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
