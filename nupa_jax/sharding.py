@@ -140,6 +140,36 @@ def replicated(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, PartitionSpec())
 
 
+# What `constrain` splits an activation dimension over: the batch rows over data x fsdp
+# (parameters, sharded over fsdp too, are all-gathered for the matmul), the Megatron-sharded
+# feature dimensions (heads, mlp, vocab) over tensor.
+ACTIVATION_AXES = {"batch": BATCH_AXES, "tensor": ("tensor",)}
+
+
+def constrain(x: jax.Array, *dims: str | None) -> jax.Array:
+  """`x` pinned to the layout `dims` (one of ACTIVATION_AXES' keys or None per leading
+  dimension; the rest replicated) on the active mesh (`jax.set_mesh`).
+
+  Without these pins GSPMD propagates the parameters' FSDP sharding (on `embed`) into the
+  activations and computes layers sharded on features, all-gathering whole-batch activations
+  between them: measured 59% per-GPU efficiency from 1 to 2 H100s. Mesh axes that do not
+  divide a dimension are dropped (decoding batches, 2 KV heads on 4-way tensor parallelism);
+  without a mesh, or on one device, `x` is returned as is.
+  """
+  mesh = jax.sharding.get_abstract_mesh()
+  if mesh.empty or mesh.size == 1:
+    return x
+  spec, used = [], set()
+  for dim, name in zip(x.shape, dims):
+    axes = [a for a in (ACTIVATION_AXES[name] if name else ()) if a in mesh.axis_names
+            and a not in used and mesh.shape[a] > 1]
+    while axes and dim % math.prod(mesh.shape[a] for a in axes):
+      axes.pop()
+    used.update(axes)
+    spec.append(tuple(axes) if axes else None)
+  return jax.lax.with_sharding_constraint(x, PartitionSpec(*spec))
+
+
 def batch_divisor(mesh: Mesh) -> int:
   """Global batch rows must be a multiple of this (the data x fsdp devices)."""
   return math.prod(mesh.shape[a] for a in BATCH_AXES)

@@ -18,7 +18,7 @@ from flax import nnx
 from nupa_jax.models.layers import Dense, split_or_none
 from nupa_jax.models.posenc import apply_rotary
 from nupa_jax.models.presets import ModelConfig, cudnn_unsupported
-from nupa_jax.sharding import BATCH_AXES
+from nupa_jax.sharding import constrain
 
 
 class Context(NamedTuple):
@@ -63,30 +63,17 @@ class Attention(nnx.Module):
       k = jax.lax.dynamic_index_in_dim(cache.k, cache.layer, keepdims=False)
       v = jax.lax.dynamic_index_in_dim(cache.v, cache.layer, keepdims=False)
     bias = ctx.bias
+    # cuDNN's partitioner needs q, k and v sharded alike, but 2 KV heads may not split where 8
+    # query heads do: its q, k, v keep the heads whole (rows only).
+    heads = None if ctx.implementation == "cudnn" else "tensor"
+    q, k, v = (constrain(a, "batch", None, heads) for a in (q, k, v))
     if ctx.implementation == "cudnn":
-      q, k, v = _same_sharding(q, k, v)
       if bias is not None:
         bias = bias.astype(q.dtype)
     out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
                                        is_causal=ctx.is_causal,
                                        implementation=ctx.implementation)
     return self.o(out, rng=keys[3]), cache
-
-
-def _same_sharding(*arrays: jax.Array) -> tuple[jax.Array, ...]:
-  """Rows over the mesh's batch axes, the rest replicated, for every one of `arrays`.
-
-  cuDNN's partitioner needs q, k and v sharded alike, but GSPMD may shard the projections'
-  head dimensions differently (heads vs kv_heads); pinning all three to the batch sharding of
-  the active mesh (`jax.set_mesh`, as the trainer and evaluator use) makes them agree. Without a
-  mesh, or on one device, nothing changes.
-  """
-  mesh = jax.sharding.get_abstract_mesh()
-  axes = tuple(a for a in BATCH_AXES if a in mesh.axis_names)
-  if mesh.empty or mesh.size == 1 or not axes:
-    return arrays
-  spec = jax.sharding.PartitionSpec(axes)
-  return tuple(jax.lax.with_sharding_constraint(a, spec) for a in arrays)
 
 
 def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nupa_jax.models.presets import ModelConfig
+from nupa_jax.sharding import constrain
 
 
 def param(rngs: nnx.Rngs, init: Any, shape: tuple[int, ...], names: tuple[str | None, ...],
@@ -87,7 +88,7 @@ class MLP(nnx.Module):
   def __call__(self, x: jax.Array, *, rng: jax.Array | None = None) -> jax.Array:
     keys = split_or_none(rng, 3)
     h = jax.nn.silu(self.gate(x, rng=keys[0])) * self.up(x, rng=keys[1])
-    return self.down(h, rng=keys[2])
+    return self.down(constrain(h, "batch", None, "tensor"), rng=keys[2])
 
 
 def split_or_none(rng: jax.Array | None, n: int) -> list[jax.Array | None]:
