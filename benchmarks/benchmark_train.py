@@ -6,8 +6,9 @@ the data pipeline (`data.Pipeline`), for a config family and size, at several ba
 numbers measure the step, not the host; `benchmark_pipeline.py` measures the host side.
 
 Reference (`--reference`): Hugging Face `LlamaForCausalLM` with the same widths, bf16
-autocast, fused AdamW, each batch padded to its longest sample (what the paper's code does),
-on the same tokens.
+autocast, fused AdamW, gradient clipping at the configured norm (1.0: the Transformers
+trainer's default, which the paper keeps), each batch padded to its longest sample (what the
+paper's code does), on the same tokens.
 
 MFU = 6 x parameters x non-padding tokens per second / the card's dense bf16 peak (989
 TFLOP/s for H100 SXM and H200), as the trainer issue defines it.
@@ -69,7 +70,9 @@ def host_batches(config, count: int):
   return pipeline, batches
 
 
-def time_nupa(config, n_batches: int, steps: int) -> dict:
+def prepare_nupa(config, n_batches: int):
+  """(train_step, state, device batches, non-padding tokens per batch, pipeline) of a config:
+  the real jitted step and real packed batches, already on the devices."""
   mesh = sharding_lib.make_mesh(config.mesh.shape)
   batch_sh = sharding_lib.batch_sharding(mesh)
   pipeline, batches = host_batches(config, n_batches)
@@ -82,6 +85,12 @@ def time_nupa(config, n_batches: int, steps: int) -> dict:
       optimizer_lib.schedule(config.train), rng_seed=0 if spec.needs_rng else None)
   device = [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
   tokens = [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+  return train_step, state, device, tokens, pipeline
+
+
+def time_nupa(config, n_batches: int, steps: int) -> dict:
+  train_step, state, device, tokens, pipeline = prepare_nupa(config, n_batches)
+  vocab = pipeline.encoder.vocab_size
   t0 = time.perf_counter()
   state, metrics = train_step(state, device[0])
   jax.block_until_ready(metrics)
@@ -110,7 +119,9 @@ def time_nupa(config, n_batches: int, steps: int) -> dict:
 
 
 def time_reference(config, n_batches: int, steps: int) -> dict:
-  """HF LlamaForCausalLM, bf16 autocast, fused AdamW, batches padded to their longest sample."""
+  """HF LlamaForCausalLM, bf16 autocast, fused AdamW, gradient clipping as configured (the
+  Transformers trainer's default, which the paper keeps), batches padded to their longest
+  sample."""
   import torch
   import transformers
 
@@ -128,6 +139,7 @@ def time_reference(config, n_batches: int, steps: int) -> dict:
   model = transformers.LlamaForCausalLM(hf_config).to(device)
   opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01,
                           fused=device.type == "cuda")
+  clip = float(config.train.grad_clip)  # the Transformers trainer's max_grad_norm, as ours
   torch_batches, tokens = [], []
   for b in batches:
     real = b["segment_ids"] > 0
@@ -145,6 +157,8 @@ def time_reference(config, n_batches: int, steps: int) -> dict:
     loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(),
                                              ignore_index=-100)
     loss.backward()
+    if clip > 0:
+      torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss
