@@ -20,6 +20,13 @@ match 0, digit match 0, dlength = the ground truth's digit count (Appendix A.2).
 Per task, `summarize` pools the questions of each length (per-digit means) and of each
 S/M/L/XL bucket (bucket means, pooled over questions as the official code does), and finds the
 well-learned and performance-preserving digits.
+
+Lengths past the benchmark (questions longer than the task's tier, `benchmark.testset`'s
+extension for length-generalization runs) fall in no S/M/L/XL bucket: the paper's buckets split
+the tier's own range, and stretching XL would mix in-benchmark and beyond-benchmark lengths.
+They are pooled into one extra bucket, `BEYOND` ("beyond": every length > max_digits), which a
+summary carries only when it has such lengths — so in-benchmark summaries keep their exact
+layout — besides their per-digit means, which are the result to read for such runs.
 """
 import collections
 import dataclasses
@@ -30,6 +37,7 @@ from nupa_jax import numbers
 
 METRICS = ("exact_match", "digit_match", "dlength")
 BUCKET_NAMES = ("S", "M", "L", "XL")
+BEYOND = "beyond"  # the bucket of lengths past the task's tier (see the module docstring)
 
 # Upper edge (inclusive) of each bucket, by the task's tier (its longest length): paper §2.3.
 BUCKET_EDGES = {20: (4, 8, 14, 20), 100: (10, 20, 60, 100)}
@@ -98,14 +106,20 @@ def score(prediction: str, truth: str, repr_name: str) -> dict[str, float]:
   }
 
 
-def bucket(digits: int, max_digits: int) -> str:
-  """The S/M/L/XL range of a question length in a task of tier `max_digits` (20 or 100)."""
+def bucket(digits: int, max_digits: int, *, beyond: bool = False) -> str:
+  """The S/M/L/XL range of a question length in a task of tier `max_digits` (20 or 100).
+
+  A length past the tier raises, unless `beyond` (questions and summaries of evaluations past
+  the benchmark) names it `BEYOND`; lengths below 1 always raise.
+  """
   if max_digits not in BUCKET_EDGES:
     raise ValueError(f"unknown task tier max_digits={max_digits}; known: "
                      f"{', '.join(map(str, BUCKET_EDGES))}")
   for name, upper in zip(BUCKET_NAMES, BUCKET_EDGES[max_digits]):
     if 1 <= digits <= upper:
       return name
+  if beyond and digits > max_digits:
+    return BEYOND
   raise ValueError(f"length {digits} is outside 1..{max_digits}")
 
 
@@ -151,8 +165,9 @@ class Tally:
     sums, counts = self._sums, self._counts
     per_digit = {d: _means(sums[d], counts[d]) for d in sorted(sums)}
     out = {"per_digit": per_digit}
-    for name in BUCKET_NAMES:
-      lengths = [d for d in per_digit if bucket(d, max_digits) == name]
+    names = BUCKET_NAMES + ((BEYOND,) if max(per_digit, default=0) > max_digits else ())
+    for name in names:
+      lengths = [d for d in per_digit if bucket(d, max_digits, beyond=True) == name]
       pooled = [sum(sums[d][i] for d in lengths) for i in range(len(METRICS))]
       out[name] = _means(pooled, sum(counts[d] for d in lengths))
     for level in LEVELS:
@@ -168,7 +183,9 @@ def summarize(records: Iterable[tuple[int, Mapping[str, float]]], max_digits: in
 
   `records` are (question length, `score(...)` result) pairs of one task. Returns
   `{"per_digit": {d: {metric: mean, "n": count}}, "S" | "M" | "L" | "XL": {metric: mean, "n"},
-  "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d}}`; a bucket
+  "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d}}`, plus
+  `"beyond": {metric: mean, "n"}` when some lengths exceed `max_digits` (they also count for
+  the well-learned / performance-preserving digits, which may then pass max_digits); a bucket
   without questions has n = 0 and None means. Use a `Tally` to summarise a stream.
   """
   tally = Tally()

@@ -22,7 +22,9 @@ run restored from `state()` with any process count sees exactly the batches it w
 Fields of `config.data` (`data.defaults()` lists them; missing fields take these defaults):
   tasks           {task: weight}, aliases accepted; the key "all" gives its weight to every
                   task (default {"add_int": 1.0}).
-  train_digits    (lo, hi): inclusive digit lengths trained on (default (1, 8)).
+  train_digits    (lo, hi): inclusive digit lengths trained on (default (1, 8)); integer and
+                  float tasks may go past the benchmark's range, the others stop at it
+                  (`benchmark.testset.max_length`).
   task_digits     {task: (lo, hi)} overriding train_digits per task (default {}).
   length_weights  {length: weight} within each task's range; {} = uniform (the paper trains
                   on equal counts per length). Lengths not named get weight 0.

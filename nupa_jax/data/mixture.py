@@ -129,7 +129,7 @@ def _length_weights(length_weights: Any, lengths: range, task: str) -> np.ndarra
 
 def resolve(tasks: Any, train_digits: Any = (1, 8), length_weights: Any = "uniform", *,
             known: Sequence[str], canonical: Callable[[str], str],
-            max_digits: Callable[[str], int]) -> Mixture:
+            max_digits: Callable[[str], int | None]) -> Mixture:
   """Builds the mixture from the config fields.
 
   Args:
@@ -141,7 +141,8 @@ def resolve(tasks: Any, train_digits: Any = (1, 8), length_weights: Any = "unifo
       (lengths it does not name get weight 0).
     known: every task name (`tasks.names()`), used for `"all"`.
     canonical: maps an alias to its canonical name and raises on unknown names.
-    max_digits: the longest length a task supports (20 or 100).
+    max_digits: the longest length a task can be drawn at, None for no limit
+      (`benchmark.testset.max_length`: integer and float tasks extend past the benchmark).
   """
   weights = _task_weights(tasks, known, canonical)
   total = sum(weights.values())
@@ -152,9 +153,10 @@ def resolve(tasks: Any, train_digits: Any = (1, 8), length_weights: Any = "unifo
     if weights[task] == 0:
       continue
     lo, hi = _digit_range(train_digits, task)
-    if hi > max_digits(task):
-      raise ValueError(f"train_digits {(lo, hi)} for {task!r} exceed its {max_digits(task)} "
-                       f"digits; lower hi to {max_digits(task)}")
+    limit = max_digits(task)
+    if limit is not None and hi > limit:
+      raise ValueError(f"train_digits {(lo, hi)} for {task!r} exceed its {limit} digits; "
+                       f"lower hi to {limit}")
     lengths = range(lo, hi + 1)
     within = _length_weights(length_weights, lengths, task)
     within = within / within.sum()

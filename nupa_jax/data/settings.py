@@ -15,6 +15,7 @@ from typing import Any
 import ml_collections
 
 from nupa_jax import tasks as tasks_lib
+from nupa_jax.benchmark import testset
 from nupa_jax.data import mixture as mixture_lib
 
 # Samples a row holds, by packing mode ("packed" reads config.data.samples_per_row).
@@ -97,7 +98,7 @@ class Settings:
         data["tasks"], _digit_ranges(data["train_digits"], data["task_digits"]),
         data["length_weights"] or "uniform", known=tasks_lib.names(),
         canonical=lambda name: tasks_lib.get(name).name,
-        max_digits=lambda name: tasks_lib.get(name).max_digits)
+        max_digits=testset.max_length)
     pool_size = data["pool_size"]
     if pool_size is not None and int(pool_size) < 1:
       raise ValueError(f"config.data.pool_size must be None (infinite) or >= 1, got {pool_size}")

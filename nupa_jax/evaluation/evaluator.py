@@ -8,10 +8,26 @@ the test lengths inside `config.eval.digits` (training may stop at 8 digits, eva
 decoder (greedy, or the paper's sampling with a fixed seed), decoded back to canonical text
 and scored with `metrics.score` against the exact answer.
 
+Past the benchmark (length generalization): `config.eval.beyond_digits`, a tuple of lengths
+(default none), adds each task's questions at the listed lengths above its tier `max_digits`
+(lengths within the tier come from `eval.digits` only). They are regenerated with the same
+seeding as the test set (`testset.questions`, also with a `test_dir`), exist only for integer
+and float tasks (`testset.max_length`: others raise), and are summarised per digit and in one
+extra bucket `metrics.BEYOND` ("beyond": every evaluated length > max_digits) next to S/M/L/XL;
+the table and the TensorBoard scalars show it when present.
+
+Start-up checks: the positional encoding must represent every position input of the longest
+evaluated sample (`posenc.check_limits`: an Abacus / coupling table or absolute positions too
+short, randomized positions that never reach that far), and a PE that reads text features
+needs a rule that continues them through generated tokens (`feature_rules`).
+
 Shapes: prompts are grouped by task and length into batches of `config.eval.batch_size` rows
-(padded with copies); the prompt width and the number of generated tokens are rounded up to
-multiples of 8 so that a whole evaluation compiles only a few programs. Generation stops at
-the batch's longest true answer + `MARGIN` tokens: a longer prediction is scored as cut there.
+(padded with copies); prompt widths are rounded up to powers of two, and `generate` buckets
+its output buffer likewise, so that a whole evaluation compiles only a few programs (the
+100m preset's final evaluation on 1-20 digits took 36-94 s on an H200 with one program per
+rounded width, compiles dominating).
+Generation stops at the batch's longest true answer + `MARGIN` tokens: a longer prediction is
+scored as cut there.
 
 Several processes: the prompt batch is one global array split over the mesh's batch axes;
 each process decodes and scores the rows it holds, and the scores are gathered so that
@@ -24,7 +40,7 @@ import dataclasses
 import json
 import math
 import pathlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -33,15 +49,17 @@ from flax import nnx
 from jax.experimental import multihost_utils
 
 from nupa_jax import metrics
+from nupa_jax import models
 from nupa_jax import sharding as sharding_lib
 from nupa_jax import tasks as tasks_lib
 from nupa_jax.benchmark import files as test_files
 from nupa_jax.benchmark import testset
+from nupa_jax.evaluation import feature_rules
 from nupa_jax.evaluation import generate as generate_lib
+from nupa_jax.models import posenc
 from nupa_jax.text import Encoder
 
 MARGIN = 8  # generated tokens allowed beyond the batch's longest true answer (+ EOS)
-_ROUND = 8  # prompt widths and generation lengths are rounded up to this (fewer compiles)
 EVAL_DIR = "eval"
 
 
@@ -54,6 +72,9 @@ class Batch:
   lengths: np.ndarray  # int32[rows]
   max_new_tokens: int
   features: dict[str, np.ndarray]  # digit_index / significance of the prompts, if the PE reads them
+  # Largest position input of the batch's full samples (prompt and true answer; EOS is only a
+  # target): "positions" and each feature read, for the PE's limits.
+  extents: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def eval_tasks(config) -> list[str]:
@@ -71,10 +92,27 @@ def eval_lengths(task: str, digits: Sequence[int]) -> list[int]:
   return [d for d in tasks_lib.get(task).test_digits if lo <= d <= hi]
 
 
+def beyond_lengths(task: str, beyond: Sequence[int]) -> list[int]:
+  """The lengths of `beyond` past the task's tier, sorted; ValueError for a task that has no
+  questions there (`testset.max_length`)."""
+  spec = tasks_lib.get(task)
+  out = sorted({int(d) for d in beyond if int(d) > spec.max_digits})
+  for length in out:
+    try:
+      testset.check_length(spec.name, length)
+    except ValueError as e:
+      raise ValueError(f"config.eval.beyond_digits: {e}; leave {spec.name} out of "
+                       "config.eval.tasks or drop its longer lengths") from None
+  return out
+
+
 def load_questions(task_names: Sequence[str], digits: Sequence[int], per_length: int,
-                   seed: int, test_dir: str = "") -> dict[str, list[testset.Question]]:
-  """{task: questions} ordered by length: from `test_dir` if given, else regenerated."""
+                   seed: int, test_dir: str = "", beyond: Sequence[int] = ()
+                   ) -> dict[str, list[testset.Question]]:
+  """{task: questions} ordered by length: the test lengths in `digits` from `test_dir` if
+  given, else regenerated; then the `beyond` lengths past each task's tier, regenerated."""
   wanted = {t: set(eval_lengths(t, digits)) for t in task_names}
+  longer = {t: beyond_lengths(t, beyond) for t in task_names}
   out = {t: [] for t in task_names}
   if test_dir:
     counts = collections.Counter()
@@ -88,6 +126,9 @@ def load_questions(task_names: Sequence[str], digits: Sequence[int], per_length:
     for task in task_names:
       for length in sorted(wanted[task]):
         out[task].extend(testset.questions(task, length, seed, per_length))
+  for task in task_names:
+    for length in longer[task]:
+      out[task].extend(testset.questions(task, length, seed, per_length))
   return out
 
 
@@ -106,7 +147,7 @@ def make_batches(encoder: Encoder, questions: dict[str, list[testset.Question]],
   feature_names = sorted(feature_names)
   out = []
   for task, qs in questions.items():
-    encoded = []  # (question, prompt, answer length) of the questions that fit
+    encoded = []  # (question, prompt, answer length, extents) of the questions that fit
     for q in qs:
       prompt, _ = encoder.encode(task, q.a, q.b, None)
       full, _ = encoder.encode(task, q.a, q.b, q.answer)
@@ -114,10 +155,14 @@ def make_batches(encoder: Encoder, questions: dict[str, list[testset.Question]],
         if skipped is not None:
           skipped[task] += 1
         continue
-      encoded.append((q, prompt, len(full) - len(prompt)))
+      extents = {"positions": len(full) - 2}  # the last input token; EOS is only a target
+      if feature_names:
+        full_features = encoder.positions(task, full)
+        extents.update({name: int(full_features[name][:-1].max()) for name in feature_names})
+      encoded.append((q, prompt, len(full) - len(prompt), extents))
     for start in range(0, len(encoded), rows):
-      chunk, prompts, answer_lengths = zip(*encoded[start:start + rows])
-      width = _round_up(max(map(len, prompts)), _ROUND)
+      chunk, prompts, answer_lengths, extents = zip(*encoded[start:start + rows])
+      width = generate_lib.power_of_two(max(map(len, prompts)))
       padded = np.full((rows, width), encoder.pad_id, np.int32)
       lengths = np.zeros(rows, np.int32)
       features = {name: np.zeros((rows, width), np.int32) for name in feature_names}
@@ -130,7 +175,16 @@ def make_batches(encoder: Encoder, questions: dict[str, list[testset.Question]],
           for name in feature_names:
             features[name][i, :len(prompt)] = positions[name]
       out.append(Batch(task, tuple(chunk), padded, lengths,
-                       _round_up(max(answer_lengths) + MARGIN, _ROUND), features))
+                       max(answer_lengths) + MARGIN, features,
+                       _max_extents(extents)))
+  return out
+
+
+def _max_extents(extents: Iterable[dict[str, int]]) -> dict[str, int]:
+  out = {}
+  for e in extents:
+    for name, value in e.items():
+      out[name] = max(out.get(name, value), value)
   return out
 
 
@@ -150,15 +204,16 @@ def _local_rows(array: jax.Array) -> dict[int, np.ndarray]:
   return rows
 
 
-def _next_features(encoder: Encoder, feature_names: frozenset[str], index_hints: bool):
-  """How a generated token's PE features follow from the previous ones (generate.py)."""
-  if not feature_names:
-    return None
-  if feature_names == {"digit_index"} and not index_hints:
-    return generate_lib.DigitRuns(tuple(token.isdigit() for token in encoder.tokens))
-  raise ValueError(f"evaluating a positional encoding that reads {sorted(feature_names)} needs a "
-                   "rule for generated tokens; only digit_index (Abacus) has one, and only "
-                   "without index hints (hint tokens between digits would restart its count)")
+def check_position_limits(config, vocab_size: int, extents: Mapping[str, int],
+                          longest: int) -> None:
+  """ValueError when the run's PE cannot represent the position inputs `extents` of the
+  longest evaluated sample (`posenc.check_limits`): caught here rather than clipped in jit."""
+  from nupa_jax.llm import finetune  # pylint: disable=g-import-not-at-top
+  if finetune.enabled(config):  # a pretrained checkpoint's rotary positions have no limits
+    return
+  model_config = models.resolve(config.model, vocab_size)
+  pe = nnx.eval_shape(lambda: posenc.build(model_config, rngs=nnx.Rngs(0)))
+  posenc.check_limits(pe, extents, f"evaluation (questions up to {longest} digits)")
 
 
 class Evaluator:
@@ -172,19 +227,23 @@ class Evaluator:
     self.tasks = testset.resolve_tasks(tasks) if tasks else eval_tasks(config)
     self.per_length = int(per_length or config.eval.per_length)
     self.feature_names = frozenset(feature_names)
-    text_format = config.text.get("format") or {}
-    self.next_features = _next_features(encoder, self.feature_names,
-                                        bool(text_format.get("index_hints", False)))
+    self.next_features = feature_rules.next_features(
+        encoder, self.feature_names, config.text.get("format") or {},
+        {tasks_lib.get(t).answer_repr for t in self.tasks})
     rows = _round_up(int(config.eval.batch_size), sharding_lib.batch_divisor(mesh))
     # per_length 0: no generation (validation loss only; quick runs and tests).
     self.questions = {} if not self.per_length else load_questions(
         self.tasks, tuple(config.eval.digits), self.per_length, int(config.data.test_seed),
-        config.eval.test_dir)
+        config.eval.test_dir, tuple(config.eval.get("beyond_digits", ())))
     self.skipped = collections.Counter()  # {task: test questions over the context}
     self.batches = make_batches(encoder, self.questions, rows, self.feature_names, self.skipped)
     if self.skipped:
       logging.warning("evaluation leaves out test questions longer than the context: %s",
                       dict(self.skipped))
+    if self.batches:
+      extents = _max_extents(b.extents for b in self.batches)
+      longest = max(q.digits for b in self.batches for q in b.questions)
+      check_position_limits(config, encoder.vocab_size, extents, longest)
     self._sharding = sharding_lib.batch_sharding(mesh)
 
   def _scores(self, batch: Batch, generated: jax.Array) -> list[tuple[int, dict]]:
@@ -267,9 +326,15 @@ def write_results(workdir: str | pathlib.Path, step: int, results: dict,
   return path
 
 
+def _buckets(results: dict) -> tuple[str, ...]:
+  """S/M/L/XL, and `metrics.BEYOND` when some task has lengths past its tier."""
+  beyond = any(metrics.BEYOND in s for t, s in results.items() if not t.startswith("_"))
+  return metrics.BUCKET_NAMES + ((metrics.BEYOND,) if beyond else ())
+
+
 def format_table(results: dict) -> str:
-  """Tasks x S/M/L/XL: exact match / digit match / dlength, and well-learned digits."""
-  buckets = metrics.BUCKET_NAMES
+  """Tasks x S/M/L/XL (and beyond): exact match / digit match / dlength, well-learned digits."""
+  buckets = _buckets(results)
   header = f"{'task':<22}" + "".join(f"{b + ' EM/DM/dlen':>22}" for b in buckets) + "   wld(EM)"
   lines = [header, "-" * len(header)]
   for task, summary in results.items():
@@ -291,7 +356,7 @@ def bucket_scalars(results: dict) -> dict[str, float]:
   """`{task/bucket/metric: value}` for TensorBoard."""
   out = {}
   for task, summary in results.items():
-    for b in metrics.BUCKET_NAMES:
+    for b in _buckets(results):
       s = summary.get(b) or {}
       for m in ("exact_match", "digit_match", "dlength"):
         if s.get("n") and s.get(m) is not None and math.isfinite(s[m]):

@@ -85,11 +85,19 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
     raise ValueError(f"features {sorted(features)} of the prompts are given but not how to "
                      "continue them: pass next_features= (e.g. DigitRuns for Abacus)")
   rng = jax.random.key(0) if rng is None else rng
-  return _generate(graphdef, state, jnp.asarray(prompts, jnp.int32),
-                   jnp.asarray(prompt_lengths, jnp.int32), features, rng,
-                   jnp.float32(temperature), jnp.float32(top_p), greedy=temperature == 0,
-                   max_new_tokens=max_new_tokens, eos_id=eos_id, pad_id=pad_id,
-                   next_features=next_features)
+  # The output buffer (a static shape) is a power of two and the loop stops at max_new_tokens
+  # (a traced bound), so budgets that differ by a few tokens share one compiled program.
+  out = _generate(graphdef, state, jnp.asarray(prompts, jnp.int32),
+                  jnp.asarray(prompt_lengths, jnp.int32), features, rng,
+                  jnp.float32(temperature), jnp.float32(top_p), jnp.int32(max_new_tokens),
+                  greedy=temperature == 0, buffer=power_of_two(max_new_tokens), eos_id=eos_id,
+                  pad_id=pad_id, next_features=next_features)
+  return out[:, :max_new_tokens]
+
+
+def power_of_two(n: int, least: int = 8) -> int:
+  """The smallest power of two >= max(n, least): shapes bucketed so that few programs compile."""
+  return max(least, 1 << (max(n, 1) - 1).bit_length())
 
 
 def sample_token(logits: jax.Array, key: jax.Array, temperature: jax.Array | float,
@@ -109,10 +117,10 @@ def sample_token(logits: jax.Array, key: jax.Array, temperature: jax.Array | flo
   return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "greedy", "max_new_tokens", "eos_id",
+@functools.partial(jax.jit, static_argnames=("graphdef", "greedy", "buffer", "eos_id",
                                              "pad_id", "next_features"))
-def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top_p, *, greedy,
-              max_new_tokens, eos_id, pad_id, next_features):
+def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top_p,
+              max_new_tokens, *, greedy, buffer, eos_id, pad_id, next_features):
   model = nnx.merge(graphdef, state)
   batch, width = prompts.shape
   source = jnp.arange(width)[None, :] - (width - lengths)[:, None]   # left-aligning gather
@@ -122,7 +130,7 @@ def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top
     return jnp.where(valid, jnp.take_along_axis(a, jnp.maximum(source, 0), axis=1), fill)
 
   extras = {k: left_align(v, 0) for k, v in features.items()}
-  cache = model.init_cache(batch, width + max_new_tokens)
+  cache = model.init_cache(batch, width + buffer)
   logits, cache = model.extend(cache, left_align(prompts, pad_id),
                                positions=jnp.maximum(source, 0),
                                segment_ids=valid.astype(jnp.int32), last_only=True, **extras)
@@ -146,7 +154,7 @@ def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top
     i, *_, done, _, _ = carry
     return (i < max_new_tokens) & ~jnp.all(done)
 
-  carry = (jnp.zeros((), jnp.int32), jnp.full((batch, max_new_tokens), pad_id, jnp.int32),
+  carry = (jnp.zeros((), jnp.int32), jnp.full((batch, buffer), pad_id, jnp.int32),
            logits[:, 0], cache, jnp.zeros((batch,), bool),
            {k: v[:, -1] for k, v in extras.items()}, rng)
   return jax.lax.while_loop(not_finished, step, carry)[1]

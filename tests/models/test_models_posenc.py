@@ -171,8 +171,9 @@ def test_random_positions_are_sorted_distinct_subsets_spread_over_the_range():
   assert 150 < last[:, 0].mean() < 250 and 750 < last[:, 3].mean() < 850
 
 
-def test_random_positions_only_at_training_time():
-  pe = make_pe("rope", random_positions=256)
+@pytest.mark.parametrize("name", ["rope", "fire", "absolute"])
+def test_random_positions_only_at_training_time(name):
+  pe = make_pe(name, random_positions=256)
   feats = features([[0, 1, 2, 3]])
   assert pe.prepare(feats, rng=None, deterministic=True) is feats
   trained = jax.jit(lambda f, k: pe.prepare(f, rng=k, deterministic=False).positions)(

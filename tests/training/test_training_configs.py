@@ -15,6 +15,7 @@ FAMILIES = {
     "formats": ["reverse=each,pad=true", "reverse=total,task=add_float",
                 "hints=true,task=max_int"],
     "mixed": ["digits=8"],
+    "beyond": ["pe=abacus", "pe=fire,hints=true", "pe=rope,reverse=none"],
 }
 
 

@@ -5,7 +5,8 @@ See `base` for the hooks a PE may implement.
 """
 from nupa_jax.models.posenc import abacus, absolute, alibi, coupled, fire, nope, rope
 from nupa_jax.models.posenc.base import (Features, PositionalEncoding, apply_rotary, build,
-                                         names, options, register)
+                                         check_limits, names, options, register)
 
-__all__ = ["Features", "PositionalEncoding", "apply_rotary", "build", "names", "options",
-           "register", "abacus", "absolute", "alibi", "coupled", "fire", "nope", "rope"]
+__all__ = ["Features", "PositionalEncoding", "apply_rotary", "build", "check_limits", "names",
+           "options", "register", "abacus", "absolute", "alibi", "coupled", "fire", "nope",
+           "rope"]

@@ -21,6 +21,7 @@ from nupa_jax.models.presets import ModelConfig
 class Abacus(indexed.IndexedEmbedding):
   """x + table[digit_index (+ offset on digits)]."""
   feature = "digit_index"
+  limit_option = "max_digits"
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, max_digits: int = 128,
                max_offset: int = 100):

@@ -22,9 +22,13 @@ class Absolute(sampling.RandomizedPositions, base.PositionalEncoding):
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, max_len: int | None = None,
                random_positions: int | None = None):
     rows = max(max_len or config.max_len, random_positions or 0)
+    self.rows = rows
     self.random_positions = random_positions
     self.table = param(rngs, nnx.initializers.normal(config.init_std), (rows, config.hidden),
                        (None, "embed"), config.param_dtype)
+
+  def limits(self) -> dict[str, tuple[int, str]]:
+    return super().limits() or {"positions": (self.rows - 1, "max_len")}
 
   def embed(self, x: jax.Array, features: base.Features) -> jax.Array:
     rows = jnp.take(self.table[...], features.positions, axis=0, mode="clip")

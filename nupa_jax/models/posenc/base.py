@@ -15,10 +15,16 @@ implements only the hooks it needs; the defaults do nothing, so NoPE implements 
 
 `inputs` names the extra per-token features a PE reads (`digit_index`, `significance`, as
 `nupa_jax.text.Encoder.positions` provides them); the model refuses to run without them.
+
+`limits()` says how far each position input reaches before a PE stops telling values apart
+(a learned table clips indices to its last row; randomized positions only train values below
+their range). Inside jit a clipped index cannot raise, so the evaluator checks the inputs of
+its longest samples against them at start-up (`check_limits`).
 """
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -63,6 +69,23 @@ class PositionalEncoding(nnx.Module):
   def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array | None:
     del q_pos, k_pos
     return None
+
+  def limits(self) -> dict[str, tuple[int, str]]:
+    """{input: (largest value, option)}: the largest `positions` / `digit_index` /
+    `significance` value this PE represents as itself, and the option that sets it. Empty
+    (the default) when every value is (relative, rotary or no positions)."""
+    return {}
+
+
+def check_limits(pe: PositionalEncoding, extents: Mapping[str, int], what: str) -> None:
+  """Raises ValueError when `extents` ({input: largest value that `what` feeds the model})
+  pass the PE's `limits`, naming the option to raise."""
+  for name, (largest, option) in sorted(pe.limits().items()):
+    reached = extents.get(name, 0)
+    if reached > largest:
+      raise ValueError(f"positional encoding {pe.name!r} represents {name} up to {largest} "
+                       f"(option {option}), but {what} reaches {reached}: set "
+                       f"config.model.posenc.{option} >= {reached}")
 
 
 def apply_rotary(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:

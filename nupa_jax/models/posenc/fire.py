@@ -10,6 +10,10 @@ Initialisation is monotone: first-layer weights >= 0, output weights <= 0, so at
 head penalises distance more the farther a key is (an ALiBi-like start that training reshapes).
 The bias is per sample (positions restart in packed rows) and has gradients, which cuDNN's
 fused attention cannot give for batch > 1: FIRE needs attention_impl='xla'.
+
+`random_positions` (off by default): at training time each sample's positions are a sorted
+random subset of [0, random_positions) (Ruoss et al. 2023), the combination Zhou et al. 2024
+("Transformers Can Achieve Length Generalization But Not Robustly") train FIRE with.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nupa_jax.models.layers import param
-from nupa_jax.models.posenc import base
+from nupa_jax.models.posenc import base, sampling
 from nupa_jax.models.presets import ModelConfig
 
 
@@ -29,12 +33,14 @@ def _inverse_softplus(y: float) -> float:
 
 
 @base.register("fire")
-class FIRE(base.PositionalEncoding):
+class FIRE(sampling.RandomizedPositions, base.PositionalEncoding):
   """Functional interpolation for relative positions."""
   learned_bias = True
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, hidden: int = 32,
-               init_c: float = 0.1, init_threshold: float = 512.0):
+               init_c: float = 0.1, init_threshold: float = 512.0,
+               random_positions: int | None = None):
+    self.random_positions = random_positions
     dtype, h = config.param_dtype, hidden
     uniform = lambda lo, hi: lambda key, shape, dt: jax.random.uniform(key, shape, dt, lo, hi)
     self.w1 = param(rngs, uniform(0.0, 1.0), (h,), (None,), dtype)

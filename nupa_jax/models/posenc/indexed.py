@@ -14,10 +14,16 @@ from nupa_jax.models.presets import ModelConfig
 
 
 class IndexedEmbedding(base.PositionalEncoding):
-  """x + table[feature (+ offset)]; indices past the table are clipped to its last row."""
+  """x + table[feature (+ offset)]; indices past the table are clipped to its last row.
+
+  The table has max_index + max_offset + 1 rows: evaluation (no offset) may use indices up
+  to max_index (`limits`), training shifts them by up to max_offset.
+  """
   feature: ClassVar[str]
+  limit_option: ClassVar[str]  # the subclass's name for max_index
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, max_index: int, max_offset: int):
+    self.max_index = max_index
     self.max_offset = max_offset
     self.table = param(rngs, nnx.initializers.normal(config.init_std),
                        (max_index + max_offset + 1, config.hidden), (None, "embed"),
@@ -30,6 +36,9 @@ class IndexedEmbedding(base.PositionalEncoding):
   @property
   def needs_rng(self) -> bool:
     return self.max_offset > 0
+
+  def limits(self) -> dict[str, tuple[int, str]]:
+    return {self.feature: (self.max_index, self.limit_option)}
 
   def shift(self, index: jax.Array, offset: jax.Array) -> jax.Array:
     return index + offset

@@ -64,3 +64,8 @@ class RandomizedPositions:
       return features
     return features._replace(positions=random_positions(
         rng, features.positions, features.segment_ids, self.random_positions))
+
+  def limits(self) -> dict[str, tuple[int, str]]:
+    """Training draws positions below `random_positions`: evaluation must stay below too."""
+    return {"positions": (self.random_positions - 1, "random_positions")} if (
+        self.random_positions) else {}
