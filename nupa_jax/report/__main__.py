@@ -1,7 +1,11 @@
 """`python -m nupa_jax.report`: the paper's figures and tables from runs, sweeps and scores.
 
   python -m nupa_jax.report --workdirs runs/pe_sweep runs/mixed llama/REPORT.json \\
-      --out report/ [--metric exact_match|digit_match|dlength] [--labels RoPE NoPE ...]
+      --out report/ [--metric exact_match|digit_match|dlength] [--labels RoPE NoPE ...] \\
+      [--paper docs/results/pe_small/paper.json ...]
+
+`--paper` puts each table of a paper file in tables/paper_*.md|csv and in index.md, with our
+value beside each of the paper's numbers (the file's format is below).
 
 Progress goes to stderr; a bad input exits with status 2 and a message naming the file.
 """
@@ -9,7 +13,7 @@ import argparse
 import pathlib
 import sys
 
-from nupa_jax.report import scales
+from nupa_jax.report import paper, scales
 from nupa_jax.report.build import make_report
 from nupa_jax.report.loading import ReportError
 
@@ -20,6 +24,7 @@ def _log(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m nupa_jax.report", description=__doc__,
+                                   epilog="paper file format:\n\n" + paper.FORMAT,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--workdirs", nargs="+", required=True, type=pathlib.Path, metavar="DIR",
                       help="run workdirs, sweep folders and `benchmark score` REPORT.json files")
@@ -30,9 +35,14 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--labels", nargs="+",
                       help="one legend label per line (seeds of one setting share a line), in "
                            "input order; default: what differs between the runs' configs")
+  parser.add_argument("--paper", nargs="+", action="extend", default=[], type=pathlib.Path,
+                      metavar="FILE.json",
+                      help="paper files (repeatable): each of their tables is written with our "
+                           "values beside the paper's; format below")
   args = parser.parse_args(argv)
   try:
-    path = make_report(args.workdirs, args.out, args.metric, args.labels, _log)
+    path = make_report(args.workdirs, args.out, args.metric, args.labels, _log,
+                       args.paper)
   except ReportError as e:
     parser.exit(2, f"error: {e}\n")
   print(path)

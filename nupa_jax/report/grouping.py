@@ -58,7 +58,7 @@ class Group:
     return self.entries[0].train_digits.get(task)
 
 
-def _show_value(key: str, value: Any) -> str:
+def show_value(key: str, value: Any) -> str:
   if key == "data.tasks" and isinstance(value, dict):
     return "+".join(value) if len(value) <= 3 else f"{len(value)} tasks"
   if isinstance(value, str):
@@ -70,7 +70,7 @@ def _show_value(key: str, value: Any) -> str:
 
 
 def _show(key: str, value: Any) -> str:
-  return f"{SHORT_NAMES.get(key, key)}={_show_value(key, value)}"
+  return f"{SHORT_NAMES.get(key, key)}={show_value(key, value)}"
 
 
 def describe(settings: list[dict[str, Any]]) -> list[str]:

@@ -8,6 +8,7 @@ import pathlib
 from nupa_jax.report import scales
 from nupa_jax.report.grouping import Group
 from nupa_jax.report.loading import Entry
+from nupa_jax.report.paper_tables import Comparison, render
 from nupa_jax.report.tables import markdown
 
 
@@ -22,6 +23,7 @@ class Artifacts:
   comparison_markdown: str  # the side-by-side table of `metric`, shown inline
   comparisons: dict[str, dict[str, pathlib.Path]]  # metric -> {"markdown", "csv"}
   series: dict[str, pathlib.Path]
+  paper: list[tuple[Comparison, dict[str, pathlib.Path]]]  # with its {"markdown", "csv"}
 
 
 def _escape(text: str) -> str:
@@ -52,6 +54,18 @@ def _runs_table(entries: list[Entry], groups: list[Group]) -> str:
                    "final results"], rows)
 
 
+def _paper_section(out: pathlib.Path,
+                   paper: list[tuple[Comparison, dict[str, pathlib.Path]]]) -> list[str]:
+  """Each paper table with our values beside the paper's (`--paper`), inline."""
+  if not paper:
+    return []
+  text = ["## Side by side with the paper\n"]
+  for comparison, files in paper:
+    text += [render(comparison, level=3),
+             f"[Markdown]({_rel(out, files['markdown'])}) · [CSV]({_rel(out, files['csv'])})\n"]
+  return text
+
+
 def write_index(out: pathlib.Path, entries: list[Entry], groups: list[Group],
                 art: Artifacts) -> pathlib.Path:
   title = scales.get(art.metric).title
@@ -76,6 +90,7 @@ def write_index(out: pathlib.Path, entries: list[Entry], groups: list[Group],
     text.append("## Tasks × buckets\n")
     for group, files in art.heatmaps:
       text += [f"### {group.label}\n", _figure(out, files, f"{group.label}: tasks x buckets")]
+  text += _paper_section(out, art.paper)
   runs = {k: _rel(out, p) for k, p in art.run_tables.items()}
   text += ["## Tables\n",
            f"- [Per-run S/M/L/XL means and wld / ppd]({runs['markdown']}) — CSV: "

@@ -16,7 +16,7 @@ DEFAULT_KEY = "*"
 Range = tuple[int, int]
 
 
-def _canonical(name: str) -> str:
+def canonical(name: str) -> str:
   try:
     return tasks_lib.get(name).name
   except ValueError:  # a task this checkout does not know: keep its name as written
@@ -39,12 +39,12 @@ def train_ranges(config: dict[str, Any], tasks: list[str]) -> dict[str, Range]:
   if isinstance(weights, str):
     weights = {weights: 1.0}
   trained = None if not isinstance(weights, dict) or ALL in weights else {
-      _canonical(t) for t, w in weights.items() if w}
+      canonical(t) for t, w in weights.items() if w}
   default = config.get("data.train_digits")
   per_task = default if isinstance(default, dict) else {DEFAULT_KEY: default}
-  per_task = {k if k == DEFAULT_KEY else _canonical(k): v for k, v in per_task.items()}
+  per_task = {k if k == DEFAULT_KEY else canonical(k): v for k, v in per_task.items()}
   overrides = config.get("data.task_digits") or {}
-  per_task.update({_canonical(k): v for k, v in overrides.items()})
+  per_task.update({canonical(k): v for k, v in overrides.items()})
   out = {}
   for task in tasks:
     if trained is not None and task not in trained:
