@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Experiment `beyond` (past the paper): integer addition trained on 1-20 digits, tested to 100
+# (`configs/beyond.py`: every benchmark length to 20, then every 5th length to 100), with the
+# length-generalization schemes nupa_jax offers (Abacus and coupled positions with random
+# offsets, FIRE with randomized positions) against the paper's RoPE / NoPE / ALiBi, all in the
+# same units-first format. 0.1B model, 2.6x10^6 samples (10,000 steps of 256) at lr 1e-4 with
+# 500 warmup steps for every PE; the target is >= 95% exact match at 100 digits.
+# Budget: ~5 H200-minutes a run, 6 runs.
+#
+#   docs/results/beyond/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
+  --grid "pe=${PES:-abacus,coupled,fire,rope,nope,alibi}" \
+  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --config.train.steps=10000 --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
+  --config.eval.every=5000 --config.eval.per_length=100 --config.eval.batch_size=1024 \
+  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

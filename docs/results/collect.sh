@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Copies finished runs of one or more sweep folders into an experiment folder here, without
+# checkpoints: each run's config.json, train_metrics.jsonl and eval/ go to EXP/runs/NAME, its
+# log to EXP/logs/, each sweep's sweep.json to EXP/sweeps/SWEEP.json; then regenerates the
+# experiment's report (figures, tables, index.md; with EXP/paper.json when present).
+#
+#   docs/results/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
+set -euo pipefail
+exp=${1:?usage: collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]}
+shift
+[ $# -gt 0 ] || { echo "collect.sh: no sweep folders given" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+out="$here/$exp"
+mkdir -p "$out/runs" "$out/logs" "$out/sweeps"
+for sweep in "$@"; do
+  [ -f "$sweep/sweep.json" ] || { echo "collect.sh: $sweep has no sweep.json" >&2; exit 2; }
+  cp "$sweep/sweep.json" "$out/sweeps/$(basename "$sweep").json"
+  for run in "$sweep"/*/; do
+    name=$(basename "$run")
+    if [ ! -f "$run/eval/latest.json" ]; then
+      [ "$name" = logs ] || echo "collect.sh: skipping $name (no final evaluation)" >&2
+      continue
+    fi
+    rm -rf "$out/runs/$name"
+    mkdir -p "$out/runs/$name"
+    cp -r "$run/config.json" "$run/train_metrics.jsonl" "$run/eval" "$out/runs/$name/"
+    if [ -f "$sweep/logs/$name.log" ]; then cp "$sweep/logs/$name.log" "$out/logs/"; fi
+  done
+done
+paper=()
+if [ -f "$out/paper.json" ]; then paper=(--paper "$out/paper.json"); fi
+cd "$here/../.."
+"${PYTHON:-python3}" -m nupa_jax.report --workdirs "$out"/runs/* "${paper[@]}" --out "$out"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Experiment `formats` (paper `tab:rev_vs_pad`, `tab:rev_vs_idx`): reverse formatting x zero
+# padding on integer and float addition, reverse x index hints on integer addition,
+# multiplication (hard) and maximum; the 0.1B model on 1-8 digits, exact match at 9 and 10
+# digits. Scaled down from the paper's 8x10^7 samples to 2x10^6 (7,813 steps of 256), one seed.
+# Budget: ~2.5 H200-minutes a run, 24 runs (PART selects one of the paper's table blocks):
+#   PART=int_pad    reverse {none,int} x pad on add_int                          (4 runs)
+#   PART=float_pad  reverse {none,int,dec,each,total} x pad on add_float        (10 runs)
+#   PART=idx        reverse {none,int} x hints on add_int, multiply_hard_int, max_int (12 runs;
+#                   its two add_int runs without hints repeat int_pad's settings)
+#
+#   PART=int_pad docs/results/formats/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+case "${PART:?set PART=int_pad, float_pad or idx}" in
+  int_pad) grid="task=add_int;reverse=none,int;pad=false,true" ;;
+  float_pad) grid="task=add_float;reverse=none,int,dec,each,total;pad=false,true" ;;
+  idx) grid="task=add_int,multiply_hard_int,max_int;reverse=none,int;hints=false,true" ;;
+  *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
+esac
+exec "${PYTHON:-python3}" launch/sweep.py --config=configs/formats.py:size=100m --grid "$grid" \
+  --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --config.train.steps=7813 --config.eval.per_length=200 --config.eval.digits="(1,12)" \
+  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
