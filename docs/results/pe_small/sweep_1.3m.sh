@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The other half of `pe_small` (paper `tab:small_model_full`): the paper's 2-layer 1.3M model
+# trained on 1-8 digits until it stops improving, RoPE / NoPE / ALiBi on the four tasks, tested
+# on 1-20 digits. `configs/pe.py:size=1.3m` (2 layers, hidden 256; lr 1e-3 with warmup, batch
+# 256); 40,000 steps (10^7 samples), evaluation every 10,000 steps to see the plateau.
+# The model is far too small to fill a GPU: run several sweeps side by side on one card
+# (TASKS=... each). Budget (estimated, not yet measured): ~4 GPU-minutes a run, 12 runs.
+#
+#   docs/results/pe_small/sweep_1.3m.sh SWEEP_DIR [extra launch/sweep.py flags]
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=1.3m \
+  --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=rope,nope,alibi" \
+  --out "${1:?usage: sweep_1.3m.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --config.train.steps=40000 --config.eval.every=10000 --config.eval.per_length=200 \
+  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-2}" "${@:2}"
