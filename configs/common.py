@@ -17,21 +17,11 @@ import ml_collections
 
 from nupa_jax import data
 from nupa_jax import models
+from nupa_jax import sharding
 
-# Logical parameter axes (set by nupa_jax.models) -> mesh axes. Batch rows are split over
-# data x fsdp; parameters are sharded over fsdp on their `embed` dimension and over tensor on
-# heads / mlp / vocab (Megatron-style). A dimension that a mesh axis does not divide stays
-# replicated on that axis (nupa_jax.sharding), so one rule set serves every preset.
-MESH_RULES = (
-    ("batch", ("data", "fsdp")),
-    ("embed", "fsdp"),
-    ("vocab", "tensor"),
-    ("heads", "tensor"),
-    ("kv_heads", "tensor"),
-    ("mlp", "tensor"),
-    ("head_dim", None),
-    ("layers", None),
-)
+# Logical parameter axes -> mesh axes: nupa_jax.sharding's defaults (FSDP on `embed`,
+# Megatron tensor parallelism on heads / mlp / vocab), overridable per run.
+MESH_RULES = sharding.DEFAULT_RULES
 
 # Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
 # samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU:

@@ -21,6 +21,22 @@ MESH_AXES = ("data", "fsdp", "tensor")
 BATCH_AXES = ("data", "fsdp")  # batch rows are split over both; fsdp also shards params
 _METADATA_KEYS = ("out_sharding", "sharding_names", "sharding")  # flax versions differ
 
+# Logical axes (set by nupa_jax.models) -> mesh axes, the default of every run
+# (`config.mesh.rules`) and of `models.hf.load_pretrained`. Batch rows are split over
+# data x fsdp; parameters are sharded over fsdp on their `embed` dimension and over tensor on
+# heads / mlp / vocab (Megatron-style). A dimension that a mesh axis does not divide stays
+# replicated on that axis (`logical_to_spec`), so one rule set serves every preset.
+DEFAULT_RULES = (
+    ("batch", BATCH_AXES),
+    ("embed", "fsdp"),
+    ("vocab", "tensor"),
+    ("heads", "tensor"),
+    ("kv_heads", "tensor"),
+    ("mlp", "tensor"),
+    ("head_dim", None),
+    ("layers", None),
+)
+
 
 def mesh_shape(shape: Mapping[str, int], num_devices: int) -> tuple[int, ...]:
   """Axis sizes in MESH_AXES order; one axis may be -1 (= the devices the others leave)."""

@@ -46,15 +46,6 @@ WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 MAX_SHARD_BYTES = 5 << 30
 
-# Logical parameter axes -> mesh axes when `load_pretrained` is given a mesh: parameters
-# sharded over fsdp on `embed` and over tensor on heads / mlp / vocab (configs/common.py's
-# MESH_RULES, which training runs use).
-DEFAULT_RULES = (
-    ("embed", "fsdp"), ("vocab", "tensor"), ("heads", "tensor"), ("kv_heads", "tensor"),
-    ("mlp", "tensor"), ("head_dim", None), ("layers", None),
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class Family:
   """What a `model_type` changes in the decoder, and how transformers names its class."""
@@ -317,7 +308,7 @@ def load_params(source: str | os.PathLike | Mapping[str, Any], abstract_state: n
 
 def load_pretrained(path: str | os.PathLike, dtype: str = "bfloat16",
                     mesh: jax.sharding.Mesh | None = None, *,
-                    rules=DEFAULT_RULES) -> Transformer:
+                    rules=sharding_lib.DEFAULT_RULES) -> Transformer:
   """The decoder of a Hugging Face checkpoint directory, parameters and compute in `dtype`.
 
   With a mesh, each parameter is created sharded by its logical axes under `rules`; without,

@@ -130,7 +130,7 @@ hf._read_block = counting
 mesh = sharding.make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
 model = hf.load_pretrained(sys.argv[1], "float32", mesh)
 state = nnx.state(model, nnx.Param)
-want = sharding.state_shardings(state, mesh, hf.DEFAULT_RULES)
+want = sharding.state_shardings(state, mesh, sharding.DEFAULT_RULES)
 specs = {"/".join(map(str, p)): [list(v.get_value().sharding.spec), list(w.get_value().spec)]
          for (p, v), (_, w) in zip(nnx.to_flat_state(state), nnx.to_flat_state(want))}
 q = [size for name, size in blocks if name.endswith("q_proj.weight")]
