@@ -19,7 +19,10 @@ SWEEP_DIR/sweep.json records the sweep for the report tool (`python -m nupa_jax.
 Runners:
   local  runs them one after another, output in SWEEP_DIR/logs/NAME.log, status (done /
          failed / interrupted) saved after each; a failed run does not stop the sweep, but is
-         listed at the end and makes the exit status 1. Rerunning skips runs already done.
+         listed at the end and makes the exit status 1. Rerunning skips runs already done and
+         resumes the others from their checkpoints (the trainer resumes a workdir), appending
+         to their logs; `seconds` adds up every attempt's wall time. SIGTERM or Ctrl-C stops
+         the run in progress (marked interrupted, its time so far recorded) and the sweep.
   slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
          (`--sbatch_args`, `--max_parallel`; `--dry_run` prints the sbatch command instead).
   print  prints the commands, one per line, and writes nothing.
@@ -33,6 +36,7 @@ import os
 import pathlib
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -111,8 +115,12 @@ class Sweep:
               for r in json.loads(previous.read_text()).get("runs", [])}
       for run in self.runs:
         old = done.get((run["name"], run["command"]))
-        if old is not None and old.get("status") == "done":
+        if old is None:
+          continue
+        if old.get("status") == "done":
           run.update(old)
+        else:  # an unfinished attempt: its time still counts towards the run's cost
+          run.update({k: old[k] for k in ("seconds", "attempts") if k in old})
 
   def save(self) -> None:
     self.out.mkdir(parents=True, exist_ok=True)
@@ -124,8 +132,33 @@ class Sweep:
     return self.out / "logs" / f"{name}.log"
 
 
+class _Terminated(Exception):
+  """SIGTERM arrived (a scheduler's time limit, `timeout`): stop like Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+  del signum, frame
+  raise _Terminated
+
+
+def _run_attempt(argv: list[str], log: pathlib.Path) -> int:
+  """Runs one attempt of a run, output appended to `log`; stops it if the sweep is stopped."""
+  with log.open("a") as f:
+    proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT)
+    try:
+      return proc.wait()
+    except BaseException:
+      proc.terminate()  # the trainer's last checkpoint stays; a rerun resumes from it
+      try:
+        proc.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        proc.kill()
+      raise
+
+
 def run_local(sweep: Sweep) -> int:
   """Runs every run not yet done, in order; 1 if any failed."""
+  signal.signal(signal.SIGTERM, _raise_terminated)
   total = len(sweep.runs)
   for i, run in enumerate(sweep.runs, 1):
     label = f"[{i}/{total}] {run['name']}"
@@ -134,21 +167,29 @@ def run_local(sweep: Sweep) -> int:
       continue
     log = sweep.log_path(run["name"])
     log.parent.mkdir(parents=True, exist_ok=True)
-    run.update(status="running", log=str(log))
+    attempt = run.get("attempts", 0) + 1
+    if attempt > 1:
+      with log.open("a") as f:
+        f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
+    run.update(status="running", log=str(log), attempts=attempt)
     sweep.save()
     print(f"{label}: running (log {log})", flush=True)
     start = time.monotonic()
-    try:
-      with log.open("w") as f:
-        code = subprocess.run(sweep.argv[run["name"]], stdout=f, stderr=subprocess.STDOUT,
-                              check=False).returncode
-    except KeyboardInterrupt:
-      run["status"] = "interrupted"
+    seconds_before = run.get("seconds", 0.0)
+
+    def record(status: str, code: int | None = None) -> None:
+      run.update(status=status, returncode=code,
+                 seconds=round(seconds_before + time.monotonic() - start, 1))
       sweep.save()
-      raise
-    run.update(status="done" if code == 0 else "failed", returncode=code,
-               seconds=round(time.monotonic() - start, 1))
-    sweep.save()
+
+    try:
+      code = _run_attempt(sweep.argv[run["name"]], log)
+    except (KeyboardInterrupt, _Terminated):
+      record("interrupted")
+      print(f"{label}: interrupted after {run['seconds']} s; rerun the sweep to resume it",
+            file=sys.stderr, flush=True)
+      raise SystemExit(130)
+    record("done" if code == 0 else "failed", code)
     print(f"{label}: {run['status']} in {run['seconds']} s"
           + ("" if code == 0 else f" (exit status {code})"), flush=True)
     if code != 0:

@@ -27,7 +27,8 @@ for sweep in "$@"; do
     if [ -f "$sweep/logs/$name.log" ]; then cp "$sweep/logs/$name.log" "$out/logs/"; fi
   done
 done
-paper=()
-if [ -f "$out/paper.json" ]; then paper=(--paper "$out/paper.json"); fi
 cd "$here/../.."
-"${PYTHON:-python3}" -m nupa_jax.report --workdirs "$out"/runs/* "${paper[@]}" --out "$out"
+rel=$(realpath --relative-to=. "$out")  # the report names runs by path: keep it checkout-relative
+paper=()
+if [ -f "$rel/paper.json" ]; then paper=(--paper "$rel/paper.json"); fi
+"${PYTHON:-python3}" -m nupa_jax.report --workdirs "$rel"/runs/* "${paper[@]}" --out "$rel"

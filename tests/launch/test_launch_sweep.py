@@ -9,6 +9,7 @@ import pathlib
 import shlex
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -138,3 +139,43 @@ def test_slurm_dry_run_writes_a_job_array_that_runs_each_run(tmp_path):
   (call,) = _calls(tmp_path)
   assert "--config=configs/pe.py:size=tiny,pe=alibi" in call.split()
   assert (out / "logs" / "pe-alibi.log").read_text() == "trained\n"
+
+
+def test_sigterm_interrupts_the_run_and_a_rerun_resumes_it(tmp_path):
+  """`timeout` / a scheduler stops the sweep: the trainer is stopped, its time recorded; the
+  rerun starts it again (the trainer resumes its workdir), appending to its log."""
+  started = tmp_path / "started"
+  python = tmp_path / "slow_python"
+  python.write_text(f"""#!/usr/bin/env bash
+echo "attempt log line"
+if [ ! -e {started} ]; then touch {started}; exec sleep 60; fi
+echo "trained"
+""")
+  python.chmod(0o755)
+  out = tmp_path / "sweep"
+  args = [sys.executable, str(SWEEP), "--config=configs/pe.py:size=tiny", "--grid=pe=rope",
+          f"--out={out}", f"--python={python}"]
+  proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+  deadline = time.monotonic() + 60
+  while not started.exists():
+    assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+    time.sleep(0.1)
+  time.sleep(1.0)
+  proc.terminate()
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 130 and "interrupted after" in stderr, stderr
+  (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+  assert run["status"] == "interrupted" and run["attempts"] == 1 and run["seconds"] >= 1.0
+  first_seconds = run["seconds"]
+  assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True,
+                        check=False).stdout.strip() == b""  # the trainer was stopped too
+
+  result = _sweep(*args[2:])
+  assert result.returncode == 0, result.stderr
+  (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+  assert run["status"] == "done" and run["attempts"] == 2
+  assert run["seconds"] >= first_seconds
+  log = (out / "logs" / "pe-rope.log").read_text().splitlines()
+  assert log[0] == "attempt log line" and log[1].startswith("--- attempt 2 (")
+  assert log[2:] == ["attempt log line", "trained"]

@@ -15,4 +15,4 @@ exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,s
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=10000 --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
   --config.eval.every=5000 --config.eval.per_length=100 --config.eval.batch_size=1024 \
-  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -7,11 +7,11 @@
 #
 #   docs/results/rope_cliff/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 #
-# TASKS / SEEDS select part of the grid (e.g. one GPU per task); rerunning skips finished runs.
+# TASKS / PES / SEEDS select part of the grid (e.g. one GPU per task); rerunning skips finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
-  --grid "task=${TASKS:-add_int,add_float};pe=rope,nope,alibi;seed=${SEEDS:-0,1}" \
+  --grid "task=${TASKS:-add_int,add_float};pe=${PES:-rope,nope,alibi};seed=${SEEDS:-0,1}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=15625 --config.eval.every=5000 --config.eval.per_length=200 \
-  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs experiment sweeps on the GPUs of one machine within a time limit, one queue of sweeps
+# per GPU, then archives what they wrote (no checkpoints, no TensorBoard files): how
+# docs/results/ is filled from a lent GPU machine whose commands are cut after a few minutes.
+# A run cut by the limit is stopped with SIGTERM (the sweep records it as interrupted, with its
+# time so far); the same command run again with the same ROOT, while ROOT's checkpoints are
+# still there, skips finished runs and resumes the cut ones.
+#
+#   docs/results/run_on_gpus.sh SECONDS ROOT ARCHIVE "QUEUE for GPU 0" ["QUEUE for GPU 1" ...]
+#
+# A QUEUE is `;`-separated sweeps, each `[VAR=VALUE ...] SWEEP`: SWEEP is an experiment folder
+# here (its sweep.sh) or a sweep file under it, VAR=VALUE the sweep file's selectors. Each
+# writes ROOT/NAME, NAME made of the experiment, the sweep file's name if not sweep.sh, and
+# the selector values, e.g.
+#   docs/results/run_on_gpus.sh 540 /tmp/r "$OUT/results.tgz" \
+#     "PES=abacus,coupled beyond; tokenizers" "TASKS=add_int SEEDS=0 rope_cliff"
+# gives /tmp/r/beyond_abacus-coupled, /tmp/r/tokenizers (GPU 0), /tmp/r/rope_cliff_add_int_0
+# (GPU 1); `docs/results/collect.sh EXPERIMENT FOLDER...` takes them from there.
+# An item may set CUDA_VISIBLE_DEVICES itself (a run over several GPUs; the other queues must
+# then name theirs too). SWEEPS_DIR (default: this folder) is where SWEEP names are looked up; a sweep does not start
+# with MIN_SECONDS (default 30) or less left.
+set -uo pipefail
+seconds=${1:?usage: run_on_gpus.sh SECONDS ROOT ARCHIVE QUEUE [QUEUE ...]}
+root=${2:?missing ROOT}
+archive=${3:?missing ARCHIVE}
+shift 3
+[ $# -gt 0 ] || { echo "run_on_gpus.sh: no queues given" >&2; exit 2; }
+here=${SWEEPS_DIR:-$(cd "$(dirname "$0")" && pwd)}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$#" -gt "$gpus" ]; then
+  echo "run_on_gpus.sh: $# queues but $gpus GPUs" >&2
+  exit 2
+fi
+deadline=$(( $(date +%s) + seconds ))
+mkdir -p "$root"
+
+# Runs one `[VAR=VALUE ...] SWEEP` item on GPU $1 until the deadline.
+run_item() {
+  local gpu=$1 item=$2 words name file left
+  read -r -a words <<<"$item"
+  [ "${#words[@]}" -gt 0 ] || return 0
+  local sweep=${words[-1]} vars=("${words[@]:0:${#words[@]}-1}")
+  file="$here/$sweep"
+  [ -d "$file" ] && file="$file/sweep.sh"
+  [ -f "$file" ] || { echo "run_on_gpus.sh: no sweep file $file" >&2; return 2; }
+  name=${sweep%%/*}
+  if [[ "$sweep" == */* ]]; then  # a sweep file other than sweep.sh: pe_small/sweep_1.3m.sh
+    local stem=${sweep##*/}
+    stem=${stem%.sh}
+    name+="_${stem#sweep_}"
+  fi
+  for v in "${vars[@]}"; do
+    if [[ "$v" == CUDA_VISIBLE_DEVICES=* ]]; then gpu=${v#*=}; else name+="_${v#*=}"; fi
+  done
+  name=${name//,/-}
+  left=$(( deadline - $(date +%s) ))
+  if [ "$left" -le "${MIN_SECONDS:-30}" ]; then
+    echo "GPU $gpu: no time left for $name" >&2
+    return 0
+  fi
+  echo "GPU $gpu: $name ($left s left)"
+  env CUDA_VISIBLE_DEVICES="$gpu" "${vars[@]}" timeout -s TERM "$left" "$file" "$root/$name" \
+    >"$root/$name.out" 2>&1
+  echo "GPU $gpu: $name exited with status $? ($(tail -n 1 "$root/$name.out"))"
+}
+
+gpu=0
+for queue in "$@"; do
+  (
+    IFS=';' read -r -a items <<<"$queue"
+    for item in "${items[@]}"; do run_item "$gpu" "$item"; done
+  ) &
+  gpu=$((gpu + 1))
+done
+wait
+tar czf "$archive" --exclude=checkpoints --exclude=tensorboard -C "$root" .
+echo "archived $root to $archive ($(du -h "$archive" | cut -f1))"

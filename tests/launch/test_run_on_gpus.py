@@ -1,0 +1,99 @@
+"""docs/results/run_on_gpus.sh: one queue of sweeps per GPU, a shared deadline, one archive.
+
+No GPU or training here: `nvidia-smi` is a stand-in that lists two GPUs and the sweep files
+are scripts that record what they were given (or sleep past the deadline).
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "docs" / "results" / "run_on_gpus.sh"
+
+
+def _executable(path: pathlib.Path, text: str) -> None:
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(text)
+  path.chmod(0o755)
+
+
+@pytest.fixture
+def machine(tmp_path):
+  """PATH with a two-GPU nvidia-smi; SWEEPS_DIR with a recording sweep and a slow one."""
+  bin_dir = tmp_path / "bin"
+  _executable(bin_dir / "nvidia-smi", "#!/bin/sh\necho 'GPU 0: fake'\necho 'GPU 1: fake'\n")
+  sweeps = tmp_path / "sweeps"
+  _executable(sweeps / "exp" / "sweep.sh", """#!/usr/bin/env bash
+mkdir -p "$1/run/checkpoints" "$1/run/eval"
+echo "gpu=$CUDA_VISIBLE_DEVICES tasks=${TASKS:-} seeds=${SEEDS:-}" > "$1/run/eval/latest.json"
+echo ckpt > "$1/run/checkpoints/state"
+echo "sweep finished"
+""")
+  _executable(sweeps / "exp" / "sweep_other.sh", """#!/usr/bin/env bash
+mkdir -p "$1" && echo other > "$1/other.txt"
+""")
+  _executable(sweeps / "slow" / "sweep.sh", """#!/usr/bin/env bash
+mkdir -p "$1"
+trap 'echo stopped > "$1/stopped"; exit 143' TERM
+sleep 30 & wait
+""")
+  env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SWEEPS_DIR=str(sweeps))
+  return tmp_path, env
+
+
+def _run(env, *args, timeout=60):
+  return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True,
+                        timeout=timeout, check=False)
+
+
+def test_queues_run_per_gpu_and_are_archived_without_checkpoints(machine):
+  tmp_path, env = machine
+  root, archive = tmp_path / "r", tmp_path / "results.tgz"
+  result = _run(env, "120", str(root), str(archive),
+                "TASKS=add_int,add_float SEEDS=0 exp; exp/sweep_other.sh", "exp")
+  assert result.returncode == 0, result.stderr
+  assert (root / "exp_add_int-add_float_0/run/eval/latest.json").read_text() == (
+      "gpu=0 tasks=add_int,add_float seeds=0\n")
+  assert (root / "exp/run/eval/latest.json").read_text() == "gpu=1 tasks= seeds=\n"
+  assert (root / "exp_other/other.txt").read_text() == "other\n"  # then GPU 0's second sweep
+  with tarfile.open(archive) as tar:
+    names = set(tar.getnames())
+  assert "./exp_add_int-add_float_0/run/eval/latest.json" in names
+  assert not any("checkpoints" in n for n in names)
+  assert "GPU 0: exp_add_int-add_float_0 exited with status 0 (sweep finished)" in result.stdout
+
+
+def test_deadline_stops_a_sweep_with_sigterm_and_skips_the_rest(machine):
+  tmp_path, env = machine
+  root = tmp_path / "r"
+  env["MIN_SECONDS"] = "1"
+  result = _run(env, "3", str(root), str(tmp_path / "a.tgz"), "slow; exp", timeout=30)
+  assert result.returncode == 0, result.stderr
+  assert (root / "slow" / "stopped").read_text() == "stopped\n"
+  assert "no time left for exp" in result.stderr
+  assert not (root / "exp").exists()
+
+
+@pytest.mark.parametrize("queues, message", [
+    (["exp", "exp", "exp"], "3 queues but 2 GPUs"),
+    (["missing"], "no sweep file"),
+])
+def test_errors(machine, queues, message):
+  tmp_path, env = machine
+  result = _run(env, "60", str(tmp_path / "r"), str(tmp_path / "a.tgz"), *queues)
+  assert message in result.stderr, result.stderr
+
+
+def test_an_item_can_take_several_gpus(machine):
+  tmp_path, env = machine
+  root = tmp_path / "r"
+  result = _run(env, "60", str(root), str(tmp_path / "a.tgz"),
+                "CUDA_VISIBLE_DEVICES=0,1 SEEDS=3 exp")
+  assert result.returncode == 0, result.stderr
+  assert (root / "exp_3/run/eval/latest.json").read_text() == "gpu=0,1 tasks= seeds=3\n"
+  assert "GPU 0,1: exp_3 exited with status 0" in result.stdout
