@@ -4,14 +4,20 @@ paper), trained on 1-8 digits and tested on 1-20, one task at a time.
 `--config=configs/pe.py` alone is the paper's 100M RoPE integer-addition run;
 `--config=configs/pe.py:pe=alibi,task=add_float,size=tiny` a CPU-sized variant.
 Paper tasks: add_int, add_float, multiply_easy_frac, add_sci.
+`pe` is any registered positional encoding, or `alibi_nupa`: ALiBi with the official NUPA
+code's bias sign (+slope x distance; see nupa_jax/models/posenc/alibi.py), the PE behind the
+paper's ALiBi numbers.
 """
 from configs import common
+
+# `pe` values that are a registered PE with options rather than a PE of their own.
+PE_VARIANTS = {"alibi_nupa": {"name": "alibi", "reward_distance": True}}
 
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, pe="rope", task="add_int", size="100m", seed=0)
   config = common.base(size=arg.size, seed=arg.seed)
-  config.model.posenc = {"name": arg.pe}
+  config.model.posenc = PE_VARIANTS.get(arg.pe, {"name": arg.pe})
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, 8)
   config.eval.digits = (1, 20)

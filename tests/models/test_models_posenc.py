@@ -94,6 +94,15 @@ def test_alibi_bias_is_a_negative_distance_penalty_per_head():
     np.testing.assert_allclose(bias[0, h], -slope * distance)
 
 
+def test_alibi_reward_distance_is_the_official_nupa_codes_positive_bias():
+  pe = make_pe("alibi", heads=2, reward_distance=True)
+  pos = jnp.array([[0, 1, 2, 3]])
+  bias = np.asarray(pe.attention_bias(pos, pos))
+  assert bias[0, 0, 3, 0] == pytest.approx(3 * 2.0 ** -4)   # +slope * distance, head 0
+  assert bias[0, 1, 2, 1] == pytest.approx(1 * 2.0 ** -8)
+  np.testing.assert_allclose(bias, -np.asarray(make_pe("alibi", heads=2).attention_bias(pos, pos)))
+
+
 def test_fire_normalises_log_distance_by_the_query_position_or_threshold():
   pe = make_pe("fire", heads=2, init_c=0.1, init_threshold=512.0)
   q, k = jnp.array([[3, 1000]]), jnp.array([[1, 400]])

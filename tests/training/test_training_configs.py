@@ -2,6 +2,7 @@
 import importlib
 
 import pytest
+from flax import nnx
 
 from configs import common
 from nupa_jax import data
@@ -10,7 +11,8 @@ from nupa_jax.data import settings
 from nupa_jax.text import Encoder
 
 FAMILIES = {
-    "pe": ["pe=nope,task=add_float", "pe=alibi,task=multiply_easy_frac", "pe=rope,task=add_sci"],
+    "pe": ["pe=nope,task=add_float", "pe=alibi,task=multiply_easy_frac", "pe=rope,task=add_sci",
+           "pe=alibi_nupa"],
     "tokenizer": ["tok=2", "tok=3,align=left", "tok=random3,task=multiply_hard_int"],
     "formats": ["reverse=each,pad=true", "reverse=total,task=add_float",
                 "hints=true,task=max_int"],
@@ -78,6 +80,14 @@ def test_every_family_variant_builds_a_valid_text_and_model_config(family, arg):
   encoder = Encoder(tokenizer=c.text.tokenizer.to_dict(), format=c.text.format.to_dict())
   models.resolve(c.model, encoder.vocab_size)
   settings.Settings.from_config(c)  # tasks, digit ranges and batch layout resolve
+
+
+def test_pe_family_alibi_nupa_is_alibi_with_the_official_codes_sign():
+  pe = importlib.import_module("configs.pe")
+  posenc = pe.get_config("pe=alibi_nupa,size=tiny").model.posenc.to_dict()
+  assert posenc == {"name": "alibi", "reward_distance": True}
+  config = models.resolve(pe.get_config("pe=alibi_nupa,size=tiny").model, 12)
+  assert models.posenc.build(config, rngs=nnx.Rngs(0)).sign == 1.0
 
 
 def test_tokenizer_family_maps_its_argument():

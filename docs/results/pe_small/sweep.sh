@@ -7,13 +7,13 @@
 #
 #   docs/results/pe_small/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 #
-# TASKS (default: all four) selects a part of the grid, e.g. one GPU per task pair:
+# TASKS (default: all four) and PES (default rope,nope,alibi) select a part of the grid, e.g. one GPU per task pair:
 #   CUDA_VISIBLE_DEVICES=0 TASKS=add_int,add_float docs/results/pe_small/sweep.sh runs/pe_a
 # Rerunning in the same SWEEP_DIR skips the runs already done.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
-  --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=rope,nope,alibi" \
+  --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=${PES:-rope,nope,alibi}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=3907 --config.eval.per_length=200 \
   --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

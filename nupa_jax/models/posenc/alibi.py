@@ -1,8 +1,10 @@
 """ALiBi (Press et al. 2022): a linear distance penalty per head, no position embedding.
 
 The bias added to attention logits is -slope_h * |q_pos - k_pos|, slopes geometric in the
-heads. The official NUPA code adds it with the wrong sign (+slope * distance, rewarding far
-tokens); this is the published, negative penalty.
+heads: the published, negative penalty. The official NUPA code (GraphPKU/number_cookbook,
+src/modify_pe.py, `_alibi_pe` with its default alibi_r = 1) adds +slope_h * |q_pos - k_pos|,
+rewarding far tokens; the paper's ALiBi numbers come from that bias. `reward_distance=True`
+reproduces it, so a comparison with the paper can use the PE the paper actually trained.
 """
 from __future__ import annotations
 
@@ -34,10 +36,12 @@ def slopes(heads: int) -> np.ndarray:
 class ALiBi(base.PositionalEncoding):
   """Fixed linear biases; no parameters."""
 
-  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+  def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs, reward_distance: bool = False):
     del rngs
     self.heads = config.heads
+    self.sign = 1.0 if reward_distance else -1.0
 
   def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
     distance = jnp.abs(q_pos[:, :, None] - k_pos[:, None, :]).astype(jnp.float32)
-    return -jnp.asarray(slopes(self.heads))[None, :, None, None] * distance[:, None]
+    signed_slopes = self.sign * jnp.asarray(slopes(self.heads))
+    return signed_slopes[None, :, None, None] * distance[:, None]
