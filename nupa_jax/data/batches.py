@@ -31,6 +31,7 @@ class Batcher:
   samples_per_row: int
   seq_len: int
   rows: range  # the global rows this process holds
+  loss_on_padding: bool = False  # packing.pack's option (padded rows only)
 
   def _start(self, step: int, row: int) -> int:
     return step * self.stream.batch_size + row * self.samples_per_row
@@ -51,7 +52,8 @@ class Batcher:
       examples, n = packing.fill_row(self.row_examples(step, row), self.seq_len, replace)
       rows.append(examples)
       replaced += n
-    arrays = packing.pack(rows, self.seq_len, self.source.encoder.pad_id)
+    arrays = packing.pack(rows, self.seq_len, self.source.encoder.pad_id,
+                          loss_on_padding=self.loss_on_padding)
     stats = {
         "samples": len(self.rows) * self.samples_per_row,
         "test_redraws": sum(e.sample.test_redraws for row in rows for e in row),

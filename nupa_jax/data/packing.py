@@ -5,7 +5,8 @@ two rows. A sample of n tokens takes n - 1 positions: its inputs are tokens[:-1]
 tokens[1:] (EOS is only ever a target), so the model learns every next token inside a segment
 and nothing across segments. Each segment restarts `positions` at 0 and carries its id
 (1, 2, ... within the row; 0 marks padding) for the attention mask; `loss_mask` is the sample's
-answer mask moved onto the targets. Every row has the same number of samples (the batch size
+answer mask moved onto the targets (with `loss_on_padding`, padded rows also score the padding
+up to the longest sample of the batch, as the official NUPA training code does). Every row has the same number of samples (the batch size
 counts samples exactly, as the paper's does); rows are sized so that they nearly always fit,
 and in a row that does not, the longest sample is replaced by a fresh draw until it fits
 (`fill_row`), each replacement counted as an overflow redraw.
@@ -48,8 +49,14 @@ def fill_row(examples: Sequence[Example], seq_len: int,
   return row, replaced
 
 
-def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int) -> dict[str, np.ndarray]:
-  """Arrays [len(rows), seq_len] of the batch layout (docs/interfaces.md); rows must fit."""
+def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int, *,
+         loss_on_padding: bool = False) -> dict[str, np.ndarray]:
+  """Arrays [len(rows), seq_len] of the batch layout (docs/interfaces.md); rows must fit.
+
+  `loss_on_padding` (one sample a row): `loss_mask` also covers each row's padding up to the
+  longest sample of `rows`, whose targets are the pad token — the labels of the official NUPA
+  code, which pads a batch to its longest sample and leaves the padding in the labels.
+  """
   shape = (len(rows), seq_len)
   out = {name: np.zeros(shape, np.int32) for name in FIELDS}
   out["inputs"][:] = pad_id
@@ -70,5 +77,10 @@ def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int) -> dict[s
       out["digit_index"][r, start:end] = example.digit_index[:-1]
       out["significance"][r, start:end] = example.significance[:-1]
       start = end
+  if loss_on_padding:
+    if any(len(row) != 1 for row in rows):
+      raise ValueError("loss_on_padding needs one sample a row (config.data.packing='padded')")
+    longest = max((row[0].slots for row in rows), default=0)
+    out["loss_mask"][:, :longest] |= out["segment_ids"][:, :longest] == 0
   return out
 

@@ -148,7 +148,8 @@ class Pipeline:
     """The numpy batch maker of `split` for global `rows` (default all)."""
     rows = range(self.rows) if rows is None else rows
     return batches.Batcher(pickle.loads(self._frozen_source), self.stream(split),
-                           self.settings.samples_per_row, self.seq_len, rows)
+                           self.settings.samples_per_row, self.seq_len, rows,
+                           self.settings.loss_on_padding)
 
   def local_rows(self, sharding: jax.sharding.Sharding | None = None,
                  process_index: int | None = None, process_count: int | None = None) -> range:
@@ -242,5 +243,6 @@ def describe(pipeline: Pipeline) -> Mapping[str, Any]:
   s = pipeline.settings
   return {"batch_size": s.batch_size, "rows": pipeline.rows, "seq_len": pipeline.seq_len,
           "samples_per_row": s.samples_per_row, "packing": s.packing,
+          **({"loss_on_padding": True} if s.loss_on_padding else {}),
           "cells": len(pipeline.mixture), "expected_padding": round(pipeline.expected_padding, 4),
           "pool_size": s.pool_size, "num_workers": s.num_workers}

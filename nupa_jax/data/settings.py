@@ -33,6 +33,7 @@ _DEFAULTS = dict(
     pool_size=None,
     batch_size=0,
     packing="packed",
+    loss_on_padding=False,
     seq_len=0,
     samples_per_row=16,
     num_workers=0,
@@ -63,6 +64,7 @@ class Settings:
   batch_size: int
   packing: str
   samples_per_row: int
+  loss_on_padding: bool
   seq_len: int  # 0: sized from a probe of the stream (batches.py)
   num_workers: int
   exclude_test: bool
@@ -91,6 +93,9 @@ class Settings:
       raise ValueError(f"unknown config.data.packing {data['packing']!r}; known: "
                        f"{', '.join(PACKINGS)}")
     samples_per_row = PACKINGS[data["packing"]](data)
+    if data["loss_on_padding"] and data["packing"] != "padded":
+      raise ValueError("config.data.loss_on_padding scores the padding of one-sample rows: set "
+                       "config.data.packing='padded' with it")
     if samples_per_row < 1 or batch_size % samples_per_row:
       raise ValueError(f"batch size {batch_size} is not a multiple of "
                        f"config.data.samples_per_row {samples_per_row}; make it a divisor")
@@ -108,6 +113,7 @@ class Settings:
         mixture=mixture, seed=int(data["seed"]),
         pool_size=None if pool_size is None else int(pool_size),
         batch_size=batch_size, packing=data["packing"], samples_per_row=samples_per_row,
+        loss_on_padding=bool(data["loss_on_padding"]),
         seq_len=int(data["seq_len"]), num_workers=int(data["num_workers"]),
         exclude_test=bool(data["exclude_test"]), test_seed=int(data["test_seed"]),
         test_per_length=int(data["test_per_length"]))

@@ -5,6 +5,7 @@ import pytest
 import data_testing
 from nupa_jax import tasks
 from nupa_jax.data import packing
+from nupa_jax.data import settings
 from nupa_jax.data import source as source_lib
 from nupa_jax.text import Encoder
 
@@ -62,6 +63,36 @@ def test_segments_reproduce_each_sample_encoding():
     used = sum(len(ex.tokens) - 1 for ex in row)
     assert (batch["inputs"][r, used:] == ENCODER.pad_id).all()
     assert not batch["loss_mask"][r, used:].any()
+
+
+def test_loss_on_padding_scores_the_padding_up_to_the_longest_sample_like_the_official_code():
+  rng = np.random.default_rng(1)
+  rows = [[example("add_int", 5, rng)], [example("add_int", 2, rng)], [example("add_int", 8, rng)]]
+  seq_len = 64
+  plain = packing.pack(rows, seq_len, ENCODER.pad_id)
+  batch = packing.pack(rows, seq_len, ENCODER.pad_id, loss_on_padding=True)
+  longest = max(len(row[0].tokens) for row in rows)  # official: labels padded to this length
+  for r, (ex,) in enumerate(rows):
+    used = len(ex.tokens) - 1
+    # The sample itself: the answer mask, unchanged.
+    assert (batch["loss_mask"][r, :used] == plain["loss_mask"][r, :used]).all()
+    # Then every pad target up to the longest sample (its n tokens predict n - 1 targets).
+    assert batch["loss_mask"][r, used:longest - 1].all()
+    assert (batch["targets"][r, used:longest - 1] == ENCODER.pad_id).all()
+    assert not batch["loss_mask"][r, longest - 1:].any()
+  for name in packing.FIELDS:
+    if name != "loss_mask":
+      assert (batch[name] == plain[name]).all()
+
+
+def test_loss_on_padding_needs_one_sample_a_row():
+  with pytest.raises(ValueError, match="one sample a row"):
+    packing.pack([[synthetic(3), synthetic(3)]], 9, 0, loss_on_padding=True)
+  with pytest.raises(ValueError, match="packing='padded'"):
+    settings.Settings.from_config(data_testing.config(loss_on_padding=True))
+  padded = settings.Settings.from_config(
+      data_testing.config(loss_on_padding=True, packing="padded"))
+  assert padded.loss_on_padding and padded.samples_per_row == 1
 
 
 def test_a_row_that_does_not_fit_is_refused():

@@ -126,6 +126,15 @@ def test_padding_fraction_is_reported_and_padded_rows_pay_more(monkeypatch):
       stats["packed"]["padding_fraction"], stats["padded"]["padding_fraction"]))
 
 
+def test_loss_on_padding_reaches_the_batches_of_a_padded_pipeline():
+  p = data.Pipeline(data_testing.config(packing="padded", loss_on_padding=True, seq_len=64))
+  (batch,) = take(p.train_iterator(process_count=1, process_index=0), 1)
+  lengths = (batch["segment_ids"] > 0).sum(axis=1)  # positions each row's sample takes
+  scored_padding = batch["loss_mask"] & (batch["segment_ids"] == 0)
+  assert (scored_padding.sum(axis=1) == lengths.max() - lengths).all()
+  assert scored_padding.any()
+
+
 def test_mixture_weights_hold_in_the_emitted_stream():
   c = data_testing.config(tasks={"add_int": 3.0, "max_int": 1.0}, train_digits=(1, 5),
                           length_weights={1: 1.0, 3: 1.0, 5: 2.0})

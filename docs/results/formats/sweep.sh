@@ -9,13 +9,16 @@
 #   PART=idx        reverse {none,int} x hints on add_int, multiply_hard_int, max_int (12 runs;
 #                   its two add_int runs without hints repeat int_pad's settings)
 #
+# REVERSES= / TASKS= narrow a block further (e.g. PART=float_pad REVERSES=dec,each), so that
+# each part fits one device command.
+#
 #   PART=int_pad docs/results/formats/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 case "${PART:?set PART=int_pad, float_pad or idx}" in
-  int_pad) grid="task=add_int;reverse=none,int;pad=false,true" ;;
-  float_pad) grid="task=add_float;reverse=none,int,dec,each,total;pad=false,true" ;;
-  idx) grid="task=add_int,multiply_hard_int,max_int;reverse=none,int;hints=false,true" ;;
+  int_pad) grid="task=add_int;reverse=${REVERSES:-none,int};pad=false,true" ;;
+  float_pad) grid="task=add_float;reverse=${REVERSES:-none,int,dec,each,total};pad=false,true" ;;
+  idx) grid="task=${TASKS:-add_int,multiply_hard_int,max_int};reverse=${REVERSES:-none,int};hints=false,true" ;;
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/formats.py:size=100m --grid "$grid" \
