@@ -23,6 +23,8 @@ from nupa_jax.report.series import Band, bucket_band, curve_series, digit_series
 FORMATS = ("png", "svg")
 MAX_CURVES = 20  # digit lengths drawn per training-curve panel; the CSV keeps them all
 _PALETTE = [colors.to_hex(c) for c in cm.tab10.colors]
+_LEGEND_CHAR_INCHES = 0.06  # a legend character at fontsize 7, estimated (not measured:
+                             # measuring text is what makes constrained layout slow)
 
 
 def _save(fig: Figure, stem: pathlib.Path) -> list[pathlib.Path]:
@@ -53,6 +55,17 @@ def _panels(n: int, title: str | None = None) -> tuple[Figure, list[Axes]]:
   for ax in axes[n:]:
     ax.set_visible(False)
   return fig, axes[:n]
+
+
+def _legend_beside(fig: Figure, ax: Axes) -> None:
+  """The legend every panel shares, in a column right of the panels, the figure widened by
+  its width: inside a panel a long legend hides the lines it names."""
+  handles, labels = ax.get_legend_handles_labels()
+  extra = 0.5 + _LEGEND_CHAR_INCHES * max(map(len, labels), default=0)
+  width, height = fig.get_size_inches()
+  fig.set_size_inches(width + extra, height)
+  fig.subplots_adjust(left=0.75 / (width + extra), right=1 - (0.2 + extra) / (width + extra))
+  fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
 
 
 def _draw(ax: Axes, x: list[float], bands: list[Band], scale: scales.Scale, color, label: str,
@@ -107,9 +120,11 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
     ax.set(title=task, xlabel="digit length", ylabel=scale.axis)
     _limits(ax, scale)
     ax.grid(alpha=0.3)
-  same = all(legend == shown[0] for legend in shown)  # then one legend serves every panel
-  for ax in axes[:1] if same else axes:
-    ax.legend(fontsize=7)
+  if all(legend == shown[0] for legend in shown):  # one legend serves every panel
+    _legend_beside(fig, axes[0])
+  else:
+    for ax in axes:
+      ax.legend(fontsize=7)
   return _save(fig, stem)
 
 
