@@ -24,7 +24,7 @@ MESH_RULES = sharding.DEFAULT_RULES
 # Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
 # samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU,
 # tuned for exact match on the S bucket after ~2.9x10^5 samples (seeds 0-5, 2 CPU cores a run,
-# 2026-11): batch 32 beat 64 per sample seen (0.69-0.78 vs 0.88-0.94 after 2.6x10^5 samples);
+# 2026-11): batch 32 beat 64 per sample seen (0.88-0.94 vs 0.69-0.78 after 2.6x10^5 samples);
 # lr 4e-4 reached 0.84-0.95 at 9,000 steps where 2e-4 / 3e-4 reached 0.79-0.87, 5e-4 / 6e-4
 # 0.52-0.92 and 1e-3 stalled for some seeds (0.01-0.3); Adam b2 0.98 (0.95 stalled, 0.999 slower).
 _TRAIN = {

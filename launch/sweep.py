@@ -21,8 +21,10 @@ Runners:
          failed / interrupted) saved after each; a failed run does not stop the sweep, but is
          listed at the end and makes the exit status 1. Rerunning skips runs already done and
          resumes the others from their checkpoints (the trainer resumes a workdir), appending
-         to their logs; `seconds` adds up every attempt's wall time. SIGTERM or Ctrl-C stops
-         the run in progress (marked interrupted, its time so far recorded) and the sweep.
+         to their logs; `seconds` adds up every attempt's wall time. A run whose name this
+         folder ran before with another command is refused while its workdir exists.
+         SIGTERM or Ctrl-C stops the run in progress (marked interrupted, its time so far
+         recorded) and the sweep, with exit status 143 / 130.
   slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
          (`--sbatch_args`, `--max_parallel`; `--dry_run` prints the sbatch command instead).
   print  prints the commands, one per line, and writes nothing.
@@ -109,15 +111,19 @@ class Sweep:
     self.runs = [{k: v for k, v in r.items() if k != "argv"} | {"status": "pending"}
                  for r in runs]
     self.argv = {r["name"]: r["argv"] for r in runs}
+    # Runs whose name an earlier sweep in this folder used with another command: their
+    # workdir, if any, holds that command's run, which the trainer would resume.
+    self.changed: set[str] = set()
     previous = out / SWEEP_FILE
     if previous.is_file():  # keep what an earlier sweep with the same commands finished
-      done = {(r.get("name"), r.get("command")): r
-              for r in json.loads(previous.read_text()).get("runs", [])}
+      earlier = {r.get("name"): r for r in json.loads(previous.read_text()).get("runs", [])}
       for run in self.runs:
-        old = done.get((run["name"], run["command"]))
+        old = earlier.get(run["name"])
         if old is None:
           continue
-        if old.get("status") == "done":
+        if old.get("command") != run["command"]:
+          self.changed.add(run["name"])
+        elif old.get("status") == "done":
           run.update(old)
         else:  # an unfinished attempt: its time still counts towards the run's cost
           run.update({k: old[k] for k in ("seconds", "attempts") if k in old})
@@ -136,8 +142,10 @@ class _Terminated(Exception):
   """SIGTERM arrived (a scheduler's time limit, `timeout`): stop like Ctrl-C."""
 
 
-def _raise_terminated(signum, frame):
+def _terminate(signum, frame):
   del signum, frame
+  # `timeout` signals its child and then the child's process group: handle the first only.
+  signal.signal(signal.SIGTERM, signal.SIG_IGN)
   raise _Terminated
 
 
@@ -158,22 +166,30 @@ def _run_attempt(argv: list[str], log: pathlib.Path) -> int:
 
 def run_local(sweep: Sweep) -> int:
   """Runs every run not yet done, in order; 1 if any failed."""
-  signal.signal(signal.SIGTERM, _raise_terminated)
+  previous = signal.signal(signal.SIGTERM, _terminate)
+  try:
+    return _run_all(sweep)
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _run_all(sweep: Sweep) -> int:
   total = len(sweep.runs)
   for i, run in enumerate(sweep.runs, 1):
     label = f"[{i}/{total}] {run['name']}"
     if run["status"] == "done":
       print(f"{label}: already done", flush=True)
       continue
+    if run["name"] in sweep.changed and pathlib.Path(run["workdir"]).exists():
+      run.update(status="failed", returncode=None)
+      sweep.save()
+      print(f"{label}: not run: {run['workdir']} holds a run of another command (this "
+            "sweep folder ran the name with different settings); move it away or use "
+            "another sweep folder", file=sys.stderr, flush=True)
+      continue
     log = sweep.log_path(run["name"])
     log.parent.mkdir(parents=True, exist_ok=True)
     attempt = run.get("attempts", 0) + 1
-    if attempt > 1:
-      with log.open("a") as f:
-        f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
-    run.update(status="running", log=str(log), attempts=attempt)
-    sweep.save()
-    print(f"{label}: running (log {log})", flush=True)
     start = time.monotonic()
     seconds_before = run.get("seconds", 0.0)
 
@@ -183,12 +199,18 @@ def run_local(sweep: Sweep) -> int:
       sweep.save()
 
     try:
+      if log.exists() and log.stat().st_size:
+        with log.open("a") as f:
+          f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
+      run.update(status="running", log=str(log), attempts=attempt)
+      sweep.save()
+      print(f"{label}: running (log {log})", flush=True)
       code = _run_attempt(sweep.argv[run["name"]], log)
-    except (KeyboardInterrupt, _Terminated):
+    except (KeyboardInterrupt, _Terminated) as stop:
       record("interrupted")
       print(f"{label}: interrupted after {run['seconds']} s; rerun the sweep to resume it",
             file=sys.stderr, flush=True)
-      raise SystemExit(130)
+      raise SystemExit(143 if isinstance(stop, _Terminated) else 130) from None
     record("done" if code == 0 else "failed", code)
     print(f"{label}: {run['status']} in {run['seconds']} s"
           + ("" if code == 0 else f" (exit status {code})"), flush=True)

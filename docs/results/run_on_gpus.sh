@@ -13,12 +13,14 @@
 # writes ROOT/NAME, NAME made of the experiment, the sweep file's name if not sweep.sh, and
 # the selector values, e.g.
 #   docs/results/run_on_gpus.sh 540 /tmp/r "$OUT/results.tgz" \
-#     "PES=abacus,coupled beyond; tokenizers" "TASKS=add_int SEEDS=0 rope_cliff"
+#     "PES=abacus,coupled beyond; tokenizers" \
+#     "TASKS=add_int SEEDS=0 rope_cliff"
 # gives /tmp/r/beyond_abacus-coupled, /tmp/r/tokenizers (GPU 0), /tmp/r/rope_cliff_add_int_0
 # (GPU 1); `docs/results/collect.sh EXPERIMENT FOLDER...` takes them from there.
 # An item may set CUDA_VISIBLE_DEVICES itself (a run over several GPUs; the other queues must
-# then name theirs too). SWEEPS_DIR (default: this folder) is where SWEEP names are looked up; a sweep does not start
-# with MIN_SECONDS (default 30) or less left.
+# then name theirs too). SWEEPS_DIR (default: this folder) is where SWEEP names are looked up;
+# a sweep does not start with MIN_SECONDS (default 30) or less left. Exit status 1 when a
+# sweep failed (a run in it failed) or does not exist; one cut by the deadline has not failed.
 set -uo pipefail
 seconds=${1:?usage: run_on_gpus.sh SECONDS ROOT ARCHIVE QUEUE [QUEUE ...]}
 root=${2:?missing ROOT}
@@ -59,19 +61,30 @@ run_item() {
     return 0
   fi
   echo "GPU $gpu: $name ($left s left)"
+  local status=0
   env CUDA_VISIBLE_DEVICES="$gpu" "${vars[@]}" timeout -s TERM "$left" "$file" "$root/$name" \
-    >"$root/$name.out" 2>&1
-  echo "GPU $gpu: $name exited with status $? ($(tail -n 1 "$root/$name.out"))"
+    >"$root/$name.out" 2>&1 || status=$?
+  echo "GPU $gpu: $name exited with status $status ($(tail -n 1 "$root/$name.out"))"
+  [ "$status" -eq 124 ] || return "$status"  # 124: cut by the deadline, not a failure
 }
 
 gpu=0
+queues=()
 for queue in "$@"; do
   (
+    status=0
     IFS=';' read -r -a items <<<"$queue"
-    for item in "${items[@]}"; do run_item "$gpu" "$item"; done
+    for item in "${items[@]}"; do run_item "$gpu" "$item" || status=$?; done
+    exit "$status"
   ) &
+  queues+=("$!")
   gpu=$((gpu + 1))
 done
-wait
+failed=0
+for pid in "${queues[@]}"; do wait "$pid" || failed=1; done
 tar czf "$archive" --exclude=checkpoints --exclude=tensorboard -C "$root" .
 echo "archived $root to $archive ($(du -h "$archive" | cut -f1))"
+if [ "$failed" -ne 0 ]; then
+  echo "run_on_gpus.sh: a sweep failed or was not found (see the GPU lines above)" >&2
+  exit 1
+fi

@@ -35,10 +35,13 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   batch_size      samples per global batch; 0 = config.train.batch_size.
   packing         "packed": samples_per_row samples per row; "padded": one per row.
   loss_on_padding padded rows only: the loss also covers each row's padding up to the longest
-                  sample of this process's rows (targets: the pad token), as the official
-                  NUPA code's labels do (it pads a device's batch to its longest sample and
-                  keeps the padding in the labels); default False, answer tokens only. The
-                  one setting whose batches depend on how rows are split over processes.
+                  sample of this process's rows (targets: the pad token, seeing the sample),
+                  as the official NUPA code's labels do (it pads a device's batch to its
+                  longest sample and keeps the padding in the labels); default False, answer
+                  tokens only. Validation loss (and so the best checkpoint), the answer-token
+                  count and tokens/s then include those targets, as the official evaluation
+                  loss does. The one setting whose batches depend on how rows are split over
+                  processes (the official code pads each device's batch on its own too).
   samples_per_row k (packed); the batch size must be a multiple, and the rows (batch / k)
                   a multiple of the data-parallel devices (default 16).
   seq_len         positions per row; 0 = sized from a probe of the first batches: padded

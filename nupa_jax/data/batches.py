@@ -58,7 +58,7 @@ class Batcher:
         "samples": len(self.rows) * self.samples_per_row,
         "test_redraws": sum(e.sample.test_redraws for row in rows for e in row),
         "overflow_redraws": replaced,
-        "tokens": int((arrays["segment_ids"] > 0).sum()),
+        "tokens": sum(e.slots for row in rows for e in row),  # sample positions only
         "positions": arrays["segment_ids"].size,
     }
     return arrays, stats

@@ -5,11 +5,11 @@ two rows. A sample of n tokens takes n - 1 positions: its inputs are tokens[:-1]
 tokens[1:] (EOS is only ever a target), so the model learns every next token inside a segment
 and nothing across segments. Each segment restarts `positions` at 0 and carries its id
 (1, 2, ... within the row; 0 marks padding) for the attention mask; `loss_mask` is the sample's
-answer mask moved onto the targets (with `loss_on_padding`, padded rows also score the padding
-up to the longest sample of the batch, as the official NUPA training code does). Every row has the same number of samples (the batch size
-counts samples exactly, as the paper's does); rows are sized so that they nearly always fit,
-and in a row that does not, the longest sample is replaced by a fresh draw until it fits
-(`fill_row`), each replacement counted as an overflow redraw.
+answer mask moved onto the targets (`pack`'s `loss_on_padding` adds the official NUPA code's
+padding targets). Every row has the same number of samples (the batch size counts samples
+exactly, as the paper's does); rows are sized so that they nearly always fit, and in a row that
+does not, the longest sample is replaced by a fresh draw until it fits (`fill_row`), each
+replacement counted as an overflow redraw.
 """
 from __future__ import annotations
 
@@ -53,9 +53,11 @@ def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int, *,
          loss_on_padding: bool = False) -> dict[str, np.ndarray]:
   """Arrays [len(rows), seq_len] of the batch layout (docs/interfaces.md); rows must fit.
 
-  `loss_on_padding` (one sample a row): `loss_mask` also covers each row's padding up to the
-  longest sample of `rows`, whose targets are the pad token — the labels of the official NUPA
-  code, which pads a batch to its longest sample and leaves the padding in the labels.
+  `loss_on_padding` (one sample a row) reproduces the labels of the official NUPA code, which
+  right-pads a batch to its longest sample and leaves the padding in the labels: each row's
+  sample goes on past its EOS up to the longest sample of `rows` (the inputs EOS, then pad;
+  the targets pad; same segment, positions continuing, so these predictions see the sample
+  as the official ones do), and those targets are in `loss_mask`.
   """
   shape = (len(rows), seq_len)
   out = {name: np.zeros(shape, np.int32) for name in FIELDS}
@@ -78,9 +80,21 @@ def pack(rows: Sequence[Sequence[Example]], seq_len: int, pad_id: int, *,
       out["significance"][r, start:end] = example.significance[:-1]
       start = end
   if loss_on_padding:
-    if any(len(row) != 1 for row in rows):
-      raise ValueError("loss_on_padding needs one sample a row (config.data.packing='padded')")
-    longest = max((row[0].slots for row in rows), default=0)
-    out["loss_mask"][:, :longest] |= out["segment_ids"][:, :longest] == 0
+    _continue_with_padding(out, rows)
   return out
+
+
+def _continue_with_padding(out: dict[str, np.ndarray], rows: Sequence[Sequence[Example]]) -> None:
+  """`pack`'s loss_on_padding: targets of padding after each row's sample, as described there."""
+  if any(len(row) != 1 for row in rows):
+    raise ValueError("loss_on_padding needs one sample a row (config.data.packing='padded')")
+  longest = max((row[0].slots for row in rows), default=0)
+  for r, (example,) in enumerate(rows):
+    end = example.slots
+    if end == longest:
+      continue
+    out["inputs"][r, end] = example.tokens[-1]  # EOS: in the official layout an input too
+    out["segment_ids"][r, end:longest] = 1
+    out["positions"][r, end:longest] = np.arange(end, longest)
+    out["loss_mask"][r, end:longest] = True
 

@@ -66,23 +66,29 @@ def test_segments_reproduce_each_sample_encoding():
 
 
 def test_loss_on_padding_scores_the_padding_up_to_the_longest_sample_like_the_official_code():
+  """The official code feeds [tokens, PAD...] padded to the batch's longest sample and keeps
+  the PAD labels: each prediction past EOS (from EOS, then from PAD) sees the whole sample."""
   rng = np.random.default_rng(1)
   rows = [[example("add_int", 5, rng)], [example("add_int", 2, rng)], [example("add_int", 8, rng)]]
   seq_len = 64
   plain = packing.pack(rows, seq_len, ENCODER.pad_id)
   batch = packing.pack(rows, seq_len, ENCODER.pad_id, loss_on_padding=True)
-  longest = max(len(row[0].tokens) for row in rows)  # official: labels padded to this length
+  longest = max(len(row[0].tokens) for row in rows)  # official: inputs padded to this length
   for r, (ex,) in enumerate(rows):
-    used = len(ex.tokens) - 1
-    # The sample itself: the answer mask, unchanged.
-    assert (batch["loss_mask"][r, :used] == plain["loss_mask"][r, :used]).all()
-    # Then every pad target up to the longest sample (its n tokens predict n - 1 targets).
-    assert batch["loss_mask"][r, used:longest - 1].all()
-    assert (batch["targets"][r, used:longest - 1] == ENCODER.pad_id).all()
+    n = len(ex.tokens)
+    official_inputs = ex.tokens.tolist() + [ENCODER.pad_id] * (longest - n)
+    official_labels = official_inputs[1:]  # HF shifts: position k predicts input k + 1
+    official_loss = [k + 1 >= ex.tokens.tolist().index(ENCODER.eq_id) + 1
+                     for k in range(longest - 1)]
+    assert batch["inputs"][r, :longest - 1].tolist() == official_inputs[:-1]
+    assert batch["targets"][r, :longest - 1].tolist() == official_labels
+    assert batch["loss_mask"][r, :longest - 1].tolist() == official_loss
+    assert (batch["segment_ids"][r, :longest - 1] == 1).all()  # attends to the sample
+    assert batch["positions"][r, :longest - 1].tolist() == list(range(longest - 1))
     assert not batch["loss_mask"][r, longest - 1:].any()
-  for name in packing.FIELDS:
-    if name != "loss_mask":
-      assert (batch[name] == plain[name]).all()
+    assert (batch["segment_ids"][r, longest - 1:] == 0).all()
+  for name in ("digit_index", "significance"):
+    assert (batch[name] == plain[name]).all()
 
 
 def test_loss_on_padding_needs_one_sample_a_row():

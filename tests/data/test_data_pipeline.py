@@ -127,12 +127,16 @@ def test_padding_fraction_is_reported_and_padded_rows_pay_more(monkeypatch):
 
 
 def test_loss_on_padding_reaches_the_batches_of_a_padded_pipeline():
-  p = data.Pipeline(data_testing.config(packing="padded", loss_on_padding=True, seq_len=64))
-  (batch,) = take(p.train_iterator(process_count=1, process_index=0), 1)
-  lengths = (batch["segment_ids"] > 0).sum(axis=1)  # positions each row's sample takes
-  scored_padding = batch["loss_mask"] & (batch["segment_ids"] == 0)
-  assert (scored_padding.sum(axis=1) == lengths.max() - lengths).all()
-  assert scored_padding.any()
+  batches, padding = {}, {}
+  for on in (False, True):
+    p = data.Pipeline(data_testing.config(packing="padded", loss_on_padding=on, seq_len=64))
+    run = p.train_iterator(process_count=1, process_index=0)
+    (batches[on],) = take(run, 1)
+    padding[on] = run.stats()["padding_fraction"]
+  lengths = (batches[False]["segment_ids"] > 0).sum(axis=1)  # each row's sample positions
+  extra = batches[True]["loss_mask"].sum(axis=1) - batches[False]["loss_mask"].sum(axis=1)
+  assert (extra == lengths.max() - lengths).all() and extra.any()
+  assert padding[True] == padding[False]  # scored padding is still padding in the stats
 
 
 def test_mixture_weights_hold_in_the_emitted_stream():

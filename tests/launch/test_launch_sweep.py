@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -144,11 +145,11 @@ def test_slurm_dry_run_writes_a_job_array_that_runs_each_run(tmp_path):
 def test_sigterm_interrupts_the_run_and_a_rerun_resumes_it(tmp_path):
   """`timeout` / a scheduler stops the sweep: the trainer is stopped, its time recorded; the
   rerun starts it again (the trainer resumes its workdir), appending to its log."""
-  started = tmp_path / "started"
+  pid_file = tmp_path / "trainer.pid"
   python = tmp_path / "slow_python"
   python.write_text(f"""#!/usr/bin/env bash
 echo "attempt log line"
-if [ ! -e {started} ]; then touch {started}; exec sleep 60; fi
+if [ ! -e {pid_file} ]; then echo $$ > {pid_file}; exec sleep 60; fi
 echo "trained"
 """)
   python.chmod(0o755)
@@ -158,18 +159,21 @@ echo "trained"
   proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
   deadline = time.monotonic() + 60
-  while not started.exists():
+  while not pid_file.exists() or not pid_file.read_text().strip():
     assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
     time.sleep(0.1)
+  trainer = int(pid_file.read_text())
   time.sleep(1.0)
   proc.terminate()
+  proc.send_signal(signal.SIGTERM)  # `timeout` signals twice (child, then its group)
   _, stderr = proc.communicate(timeout=60)
-  assert proc.returncode == 130 and "interrupted after" in stderr, stderr
+  assert proc.returncode == 143 and "interrupted after" in stderr, stderr
+  assert "Traceback" not in stderr
   (run,) = json.loads((out / "sweep.json").read_text())["runs"]
   assert run["status"] == "interrupted" and run["attempts"] == 1 and run["seconds"] >= 1.0
   first_seconds = run["seconds"]
-  assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True,
-                        check=False).stdout.strip() == b""  # the trainer was stopped too
+  with pytest.raises(ProcessLookupError):  # the trainer was stopped too
+    os.kill(trainer, 0)
 
   result = _sweep(*args[2:])
   assert result.returncode == 0, result.stderr
@@ -179,3 +183,17 @@ echo "trained"
   log = (out / "logs" / "pe-rope.log").read_text().splitlines()
   assert log[0] == "attempt log line" and log[1].startswith("--- attempt 2 (")
   assert log[2:] == ["attempt log line", "trained"]
+
+
+def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_path):
+  python = _fake_python(tmp_path, fail_on="never")
+  out = tmp_path / "sweep"
+  common = ("--config=configs/pe.py:size=tiny", "--grid=pe=rope", f"--out={out}",
+            f"--python={python}")
+  assert _sweep(*common, "--config.train.steps=5").returncode == 0
+  (out / "pe-rope").mkdir()  # what the first command's trainer left
+  result = _sweep(*common, "--config.train.steps=9")
+  assert result.returncode == 1 and "holds a run of another command" in result.stderr
+  assert len(_calls(tmp_path)) == 1  # the changed run did not start
+  (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+  assert run["status"] == "failed" and "--config.train.steps=9" in run["command"]

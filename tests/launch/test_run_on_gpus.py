@@ -1,8 +1,10 @@
-"""docs/results/run_on_gpus.sh: one queue of sweeps per GPU, a shared deadline, one archive.
+"""docs/results/run_on_gpus.sh (one queue of sweeps per GPU, a shared deadline, one archive)
+and collect.sh (finished runs into an experiment folder).
 
 No GPU or training here: `nvidia-smi` is a stand-in that lists two GPUs and the sweep files
 are scripts that record what they were given (or sleep past the deadline).
 """
+import json
 import os
 import pathlib
 import shutil
@@ -79,14 +81,52 @@ def test_deadline_stops_a_sweep_with_sigterm_and_skips_the_rest(machine):
   assert not (root / "exp").exists()
 
 
-@pytest.mark.parametrize("queues, message", [
-    (["exp", "exp", "exp"], "3 queues but 2 GPUs"),
-    (["missing"], "no sweep file"),
+@pytest.mark.parametrize("queues, status, message", [
+    (["exp", "exp", "exp"], 2, "3 queues but 2 GPUs"),
+    (["missing; exp"], 1, "no sweep file"),
+    (["failing", "exp"], 1, "a sweep failed or was not found"),
 ])
-def test_errors(machine, queues, message):
+def test_errors(machine, queues, status, message):
   tmp_path, env = machine
+  _executable(pathlib.Path(env["SWEEPS_DIR"]) / "failing" / "sweep.sh",
+              "#!/usr/bin/env bash\necho 'run failed'; exit 1\n")
   result = _run(env, "60", str(tmp_path / "r"), str(tmp_path / "a.tgz"), *queues)
-  assert message in result.stderr, result.stderr
+  assert result.returncode == status and message in result.stderr, result.stderr
+  if status == 1:  # the other sweeps still ran and the archive was still written
+    assert (tmp_path / "r" / "exp" / "run" / "eval" / "latest.json").exists()
+    assert (tmp_path / "a.tgz").exists()
+
+
+def test_collect_takes_only_the_runs_the_sweep_finished(tmp_path):
+  """collect.sh: a run cut after a periodic evaluation has eval/latest.json but is not done."""
+  sweep = tmp_path / "exp_part"
+  for name in ("a", "b"):
+    (sweep / name / "eval").mkdir(parents=True)
+    (sweep / name / "eval" / "latest.json").write_text("{}")
+    (sweep / name / "config.json").write_text("{}")
+    (sweep / name / "train_metrics.jsonl").write_text("")
+  (sweep / "sweep.json").write_text(json.dumps({"runs": [
+      {"name": "a", "status": "done"}, {"name": "b", "status": "interrupted"}]}))
+  python = tmp_path / "python"  # the report step is recorded, not run
+  _executable(python, f"""#!/usr/bin/env bash
+if [ "$1" = -m ]; then echo "$@" > {tmp_path}/report_call; exit 0; fi
+exec {sys.executable} "$@"
+""")
+  experiment = f"_test_collect_{os.getpid()}"
+  out = ROOT / "docs" / "results" / experiment
+  try:
+    result = subprocess.run(["bash", str(ROOT / "docs" / "results" / "collect.sh"), experiment,
+                             str(sweep)], env=dict(os.environ, PYTHON=str(python)),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "skipping b (interrupted)" in result.stderr
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["a"]
+    assert (out / "sweeps" / "exp_part.json").exists()
+    call = (tmp_path / "report_call").read_text().split()
+    assert call[:3] == ["-m", "nupa_jax.report", "--workdirs"]
+    assert call[3] == f"docs/results/{experiment}/runs/a"  # checkout-relative paths
+  finally:
+    shutil.rmtree(out, ignore_errors=True)
 
 
 def test_an_item_can_take_several_gpus(machine):

@@ -18,7 +18,8 @@ cd "$(dirname "$0")/../../.."
 case "${PART:?set PART=int_pad, float_pad or idx}" in
   int_pad) grid="task=add_int;reverse=${REVERSES:-none,int};pad=false,true" ;;
   float_pad) grid="task=add_float;reverse=${REVERSES:-none,int,dec,each,total};pad=false,true" ;;
-  idx) grid="task=${TASKS:-add_int,multiply_hard_int,max_int};reverse=${REVERSES:-none,int};hints=false,true" ;;
+  idx) grid="task=${TASKS:-add_int,multiply_hard_int,max_int}"
+       grid+=";reverse=${REVERSES:-none,int};hints=false,true" ;;
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/formats.py:size=100m --grid "$grid" \

@@ -7,7 +7,8 @@
 #
 #   docs/results/pe_small/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 #
-# TASKS (default: all four) and PES (default rope,nope,alibi) select a part of the grid, e.g. one GPU per task pair:
+# TASKS (default: all four) and PES (default rope,nope,alibi) select a part of the grid, e.g.
+# one GPU per task pair:
 #   CUDA_VISIBLE_DEVICES=0 TASKS=add_int,add_float docs/results/pe_small/sweep.sh runs/pe_a
 # Rerunning in the same SWEEP_DIR skips the runs already done.
 set -euo pipefail

@@ -7,7 +7,8 @@
 #
 #   docs/results/rope_cliff/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 #
-# TASKS / PES / SEEDS select part of the grid (e.g. one GPU per task); rerunning skips finished runs.
+# TASKS / PES / SEEDS select part of the grid (e.g. one GPU per task); rerunning skips
+# finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
