@@ -111,9 +111,9 @@ class Sweep:
     self.runs = [{k: v for k, v in r.items() if k != "argv"} | {"status": "pending"}
                  for r in runs]
     self.argv = {r["name"]: r["argv"] for r in runs}
-    # Runs whose name an earlier sweep in this folder used with another command: their
-    # workdir, if any, holds that command's run, which the trainer would resume.
-    self.changed: set[str] = set()
+    # Runs whose name an earlier sweep in this folder used with another command -> that
+    # command: their workdir, if any, holds its run, which the trainer would resume.
+    self.changed: dict[str, str] = {}
     previous = out / SWEEP_FILE
     if previous.is_file():  # keep what an earlier sweep with the same commands finished
       earlier = {r.get("name"): r for r in json.loads(previous.read_text()).get("runs", [])}
@@ -121,8 +121,9 @@ class Sweep:
         old = earlier.get(run["name"])
         if old is None:
           continue
-        if old.get("command") != run["command"]:
-          self.changed.add(run["name"])
+        workdir_command = old.get("workdir_command", old.get("command"))
+        if workdir_command != run["command"]:
+          self.changed[run["name"]] = workdir_command
         elif old.get("status") == "done":
           run.update(old)
         else:  # an unfinished attempt: its time still counts towards the run's cost
@@ -181,7 +182,8 @@ def _run_all(sweep: Sweep) -> int:
       print(f"{label}: already done", flush=True)
       continue
     if run["name"] in sweep.changed and pathlib.Path(run["workdir"]).exists():
-      run.update(status="failed", returncode=None)
+      run.update(status="failed", returncode=None,
+                 workdir_command=sweep.changed[run["name"]])  # refused again on a rerun
       sweep.save()
       print(f"{label}: not run: {run['workdir']} holds a run of another command (this "
             "sweep folder ran the name with different settings); move it away or use "
