@@ -243,6 +243,6 @@ def describe(pipeline: Pipeline) -> Mapping[str, Any]:
   s = pipeline.settings
   return {"batch_size": s.batch_size, "rows": pipeline.rows, "seq_len": pipeline.seq_len,
           "samples_per_row": s.samples_per_row, "packing": s.packing,
-          **({"loss_on_padding": True} if s.loss_on_padding else {}),
+          "loss_on_padding": s.loss_on_padding,
           "cells": len(pipeline.mixture), "expected_padding": round(pipeline.expected_padding, 4),
           "pool_size": s.pool_size, "num_workers": s.num_workers}
