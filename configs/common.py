@@ -52,6 +52,16 @@ SIZES = tuple(_TRAIN)
 _MODEL_OVERRIDES = {"tiny": dict(mlp=256, heads=8, kv_heads=4, head_dim=32)}
 
 
+# `pe` argument values that are a registered PE with options rather than a PE of their own.
+PE_VARIANTS = {"alibi_nupa": {"name": "alibi", "reward_distance": True}}
+
+
+def posenc(pe: str) -> dict:
+  """`config.model.posenc` for a family's `pe` argument: a registered PE or a PE_VARIANTS key
+  (unknown names fail when the model is built, with the registry's list)."""
+  return dict(PE_VARIANTS.get(pe, {"name": pe}))
+
+
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
   """Parses `"a=1,b=x"` into a ConfigDict over `defaults`, typed like the defaults.
 

@@ -3,7 +3,10 @@ integer and float addition) and reverse formatting x index hints (`tab:rev_vs_id
 addition, multiplication and maximum); 0.1B models trained on 1-8 digits, tested beyond.
 
 `reverse` is the paper's variant: none, int, dec, each, total (Table 4); `pad` zero-pads the
-operands to a common width; `hints` prefixes every digit with its index hint.
+operands to a common width; `hints` prefixes every digit with its index hint; `pe` is the
+positional encoding (as in configs/pe.py; RoPE, the paper's default architecture, unless set:
+the paper does not say which PE its format tables used, and RoPE's 9-digit cliff hides every
+format's effect on length generalization, see docs/results/formats/).
 Example: `--config=configs/formats.py:task=add_float,reverse=each,pad=true,size=tiny`.
 """
 from configs import common
@@ -11,8 +14,9 @@ from configs import common
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, task="add_int", reverse="none", pad=False, hints=False,
-                         size="100m", seed=0)
+                         pe="rope", size="100m", seed=0)
   config = common.base(size=arg.size, seed=arg.seed)
+  config.model.posenc = common.posenc(arg.pe)
   config.text.format = {"reverse": arg.reverse, "pad": arg.pad, "index_hints": arg.hints}
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, 8)

@@ -10,14 +10,10 @@ paper's ALiBi numbers.
 """
 from configs import common
 
-# `pe` values that are a registered PE with options rather than a PE of their own.
-PE_VARIANTS = {"alibi_nupa": {"name": "alibi", "reward_distance": True}}
-
-
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, pe="rope", task="add_int", size="100m", seed=0)
   config = common.base(size=arg.size, seed=arg.seed)
-  config.model.posenc = PE_VARIANTS.get(arg.pe, {"name": arg.pe})
+  config.model.posenc = common.posenc(arg.pe)
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, 8)
   config.eval.digits = (1, 20)

@@ -28,11 +28,13 @@ _LEGEND_CHAR_INCHES = 0.06  # a legend character at fontsize 7, estimated (not m
 
 
 def _save(fig: Figure, stem: pathlib.Path) -> list[pathlib.Path]:
-  """PNG and SVG; SVG text stays text (smaller, faster, searchable) rather than glyph paths."""
+  """PNG and SVG; SVG text stays text (smaller, faster, searchable) rather than glyph paths.
+  Neither carries a date or random ids, so regenerating a report from the same runs rewrites
+  the same bytes and version control shows only figures whose data changed."""
   paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in FORMATS]
-  with matplotlib.rc_context({"svg.fonttype": "none"}):
+  with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "nupa_jax"}):
     for path in paths:
-      fig.savefig(path, dpi=120)
+      fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix == ".svg" else None)
   return paths
 
 
@@ -110,7 +112,7 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
     line_colors = [palette.setdefault(label, _PALETTE[len(palette) % len(_PALETTE)])
                    for label in labels]
     _shade_training(ax, present, line_colors, task)
-    legend = [label if len(g.entries) == 1 else f"{label} ({len(g.entries)} seeds)"
+    legend = [label if len(g.entries) == 1 else f"{label} ({g.replicas})"
               for g, label in zip(present, labels)]
     for group, text, color in zip(present, legend, line_colors):
       series = digit_series(group, task, metric)

@@ -57,6 +57,15 @@ class Group:
   def train_digits(self, task: str) -> tuple[int, int] | None:
     return self.entries[0].train_digits.get(task)
 
+  @property
+  def replicas(self) -> str:
+    """`3 seeds`, or `2 runs` when some share their seeds: repeats of one run (two sweeps
+    with a setting in common) measure noise, not the spread over seeds."""
+    seeds = {json.dumps({k: v for k, v in e.config.items() if is_seed(k)}, sort_keys=True)
+             for e in self.entries}
+    noun = "seeds" if len(seeds) == len(self.entries) else "runs"
+    return f"{len(self.entries)} {noun}"
+
 
 def show_value(key: str, value: Any) -> str:
   if key == "data.tasks" and isinstance(value, dict):
@@ -76,15 +85,36 @@ def _show(key: str, value: Any) -> str:
 def describe(settings: list[dict[str, Any]]) -> list[str]:
   """`k=v, ...` of the keys whose values differ between the given settings; '' for all when
   none do, or when more than MAX_KEYS do and the SHORT_NAMES keys among them can't tell the
-  settings apart."""
+  settings apart.
+
+  A config field added after some runs were made is absent from their settings; where the
+  runs that have it all agree it tells nothing apart, so it is named only if the labels need
+  it to be unique (runs from before and after `data.loss_on_padding` existed differ in pe).
+  """
   keys = list(dict.fromkeys(k for s in settings for k in s))  # config order
   differ = [k for k in keys
             if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
   if len(differ) > MAX_KEYS:
     differ = [k for k in differ if k in SHORT_NAMES]
-  texts = [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-"
-                     for k in differ) for s in settings]
-  return texts if len(set(texts)) == len(texts) else [""] * len(settings)
+
+  def texts(shown: list[str]) -> list[str]:
+    return [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-"
+                      for k in shown) for s in settings]
+
+  def added_later(key: str) -> bool:
+    present = {json.dumps(s[key], sort_keys=True) for s in settings if key in s}
+    return len(present) == 1
+
+  shown = [k for k in differ if not added_later(k)]
+  # A later field holding False / 0 / "" is most likely at its default: name the others first.
+  candidates = sorted(differ, key=lambda k: not any(s.get(k) for s in settings))
+  for key in candidates:
+    if len(set(texts(shown))) == len(settings):
+      break
+    if key not in shown:
+      shown = [k for k in differ if k in shown or k == key]
+  labels = texts(shown)
+  return labels if len(set(labels)) == len(labels) else [""] * len(settings)
 
 
 def _summary(group: Group, use_args: bool) -> str:

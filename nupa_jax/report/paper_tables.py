@@ -203,11 +203,11 @@ def _caption(comparison: Comparison) -> str:
            else f"the {'digit length' if axis == DIGITS else 'bucket'} of its "
            f"{_axis_of(table, axis)}")
   pinned = ", ".join(f"{k}={_wanted(k, v)}" for k, v in table.where.items())
-  seeds = max(cell.n for cell in comparison.ours.values() if cell is not None)
+  runs = max(cell.n for cell in comparison.ours.values() if cell is not None)
   text = (f"**ours**: {metric} at {point} in the final eval (`eval/latest.json`) of the runs"
           + (f" with {pinned}" if pinned else "")
-          + ("; mean ± sample std over the n seeds of a setting" if seeds > 1 else
-             ", one seed each") + ". **paper**: as printed.")
+          + ("; mean ± sample std over the n runs of a setting (its seeds, or repeats of one "
+             "seed)" if runs > 1 else ", one run each") + ". **paper**: as printed.")
   cells = [(r, c) for r in table.row_keys for c in table.column_keys]
   if any(not comparison.ours[k] or not comparison.ours[k].n or not table.paper.get(k)
          for k in cells):

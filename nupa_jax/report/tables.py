@@ -104,7 +104,7 @@ def comparison_table(groups: list[Group], metric: str,
                      out: pathlib.Path) -> tuple[str, dict[str, pathlib.Path]]:
   """Runs side by side (seeds: median); returns the markdown and the files written."""
   rows = comparison_rows(groups, metric)
-  shown = [g.label if len(g.entries) == 1 else f"{g.label} (median of {len(g.entries)} seeds)"
+  shown = [g.label if len(g.entries) == 1 else f"{g.label} (median of {g.replicas})"
            for g in groups]
   text = markdown(["task", "", *shown], rows)
   md = out / f"comparison_{metric}.md"

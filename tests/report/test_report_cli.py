@@ -165,7 +165,11 @@ def test_dlength_report_and_user_labels(tmp_path):
   rows = read_csv(tmp_path / "out" / "tables" / "comparison_dlength.csv")
   want = json.loads(path.read_text())["add_int"]["L"]["dlength"]
   assert [float(r["GPT-4o"]) for r in rows if r["task"] == "add_int" and r["row"] == "L"] == [want]
-  assert (tmp_path / "out" / "figures" / "heatmap_dlength_GPT-4o.svg").is_file()
+  svg = tmp_path / "out" / "figures" / "heatmap_dlength_GPT-4o.svg"
+  first = svg.read_bytes()
+  assert main(["--workdirs", str(path), "--out", str(tmp_path / "out"), "--metric", "dlength",
+               "--labels", "GPT-4o"]) == 0
+  assert svg.read_bytes() == first  # no date or random ids: reruns leave the docs unchanged
 
 
 def test_cli_errors_name_the_input(tmp_path):

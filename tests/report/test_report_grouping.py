@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from nupa_jax.report.grouping import group_entries, panel_labels
+from nupa_jax.report.grouping import describe, group_entries, panel_labels
 from nupa_jax.report.loading import ReportError, load
 from nupa_jax.report.series import band, curve_series, digit_series
 from report_synthetic import make_report_json, make_run, write_json
@@ -49,6 +49,18 @@ def test_runs_of_unrelated_configs(tmp_path):
   assert [g.label for g in group_entries(load(paths, quiet))] == ["c", "d"]
 
 
+def test_fields_added_later_are_named_only_when_needed():
+  """Runs made before a config field existed lack it: it names a run only to tell it apart."""
+  old_rope, old_alibi = {"pe": "rope"}, {"pe": "alibi"}
+  new_alibi = {"pe": "alibi", "lop": False, "flip": True}
+  assert describe([old_rope, old_alibi, new_alibi]) == [
+      "pe=rope, flip=-", "pe=alibi, flip=-", "pe=alibi, flip=true"]
+  new_nope = {"pe": "nope", "flip": False, "lop": False}
+  assert describe([old_rope, new_nope]) == ["pe=rope", "pe=nope"]
+  assert describe([new_alibi, {"pe": "alibi", "flip": False, "lop": False}]) == [
+      "flip=true", "flip=false"]  # present in both: an ordinary difference
+
+
 def test_one_setting_is_named_by_its_settings(tmp_path):
   (group,) = group_entries(load([make_run(tmp_path / "r", pe="fire")], quiet))
   assert group.label == "pe=fire, size=tiny, task=add_int, train_digits=1-8"
@@ -70,6 +82,16 @@ def test_seeds_share_a_line_and_give_median_min_max(tmp_path):
   raw = [(1 + q * 0.5 * f(3)) / 2 for q in qualities.values()]  # step 100 = half quality
   assert bands100[3].median == pytest.approx(statistics.median(raw))
   assert (bands100[3].lo, bands100[3].hi) == pytest.approx((min(raw), max(raw)))
+
+
+def test_repeats_of_one_seed_are_called_runs(tmp_path):
+  """Two sweeps sharing a setting give two runs of one seed: noise, not a seed spread."""
+  seeds = [make_run(tmp_path / f"s{s}", seed=s) for s in (0, 1)]
+  (group,) = group_entries(load(seeds, quiet))
+  assert group.replicas == "2 seeds"
+  repeats = [make_run(tmp_path / f"r{i}", pe="nope", seed=0) for i in (0, 1)]
+  groups = group_entries(load(seeds + repeats, quiet))
+  assert [g.replicas for g in groups] == ["2 seeds", "2 runs"]
 
 
 def test_curves_use_steps_every_seed_has(tmp_path):

@@ -15,7 +15,7 @@ FAMILIES = {
            "pe=alibi_nupa"],
     "tokenizer": ["tok=2", "tok=3,align=left", "tok=random3,task=multiply_hard_int"],
     "formats": ["reverse=each,pad=true", "reverse=total,task=add_float",
-                "hints=true,task=max_int"],
+                "hints=true,task=max_int", "pe=nope,reverse=int,pad=true"],
     "mixed": ["digits=8"],
     "beyond": ["pe=abacus", "pe=fire,hints=true", "pe=rope,reverse=none"],
 }
@@ -88,6 +88,13 @@ def test_pe_family_alibi_nupa_is_alibi_with_the_official_codes_sign():
   assert posenc == {"name": "alibi", "reward_distance": True}
   config = models.resolve(pe.get_config("pe=alibi_nupa,size=tiny").model, 12)
   assert models.posenc.build(config, rngs=nnx.Rngs(0)).sign == 1.0
+
+
+def test_formats_family_takes_the_pe_families_pe_names():
+  formats = importlib.import_module("configs.formats")
+  assert formats.get_config("size=tiny").model.posenc.to_dict() == {"name": "rope"}
+  assert formats.get_config("pe=alibi_nupa,size=tiny").model.posenc.to_dict() == {
+      "name": "alibi", "reward_distance": True}
 
 
 def test_tokenizer_family_maps_its_argument():

@@ -10,7 +10,9 @@
 #                   its two add_int runs without hints repeat int_pad's settings)
 #
 # REVERSES= / TASKS= narrow a block further (e.g. PART=float_pad REVERSES=dec,each), so that
-# each part fits one device command.
+# each part fits one device command. PE= sets the positional encoding of every run (default
+# rope, the paper's default architecture; PE=nope tests whether the paper's format tables came
+# from NoPE models, see README.md): collect such runs into formats/PE.
 #
 #   PART=int_pad docs/results/formats/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
@@ -22,7 +24,7 @@ case "${PART:?set PART=int_pad, float_pad or idx}" in
        grid+=";reverse=${REVERSES:-none,int};hints=false,true" ;;
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
-exec "${PYTHON:-python3}" launch/sweep.py --config=configs/formats.py:size=100m --grid "$grid" \
+exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:size=100m,pe=${PE:-rope}" --grid "$grid" \
   --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=7813 --config.eval.per_length=200 --config.eval.digits="(1,12)" \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
