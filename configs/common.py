@@ -57,8 +57,11 @@ PE_VARIANTS = {"alibi_nupa": {"name": "alibi", "reward_distance": True}}
 
 
 def posenc(pe: str) -> dict:
-  """`config.model.posenc` for a family's `pe` argument: a registered PE or a PE_VARIANTS key
-  (unknown names fail when the model is built, with the registry's list)."""
+  """`config.model.posenc` for a family's `pe` argument.
+
+  `pe` is a registered PE or a PE_VARIANTS key; unknown names fail when the model is built,
+  with the registry's list.
+  """
   return dict(PE_VARIANTS.get(pe, {"name": pe}))
 
 

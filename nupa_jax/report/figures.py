@@ -28,9 +28,12 @@ _LEGEND_CHAR_INCHES = 0.06  # a legend character at fontsize 7, estimated (not m
 
 
 def _save(fig: Figure, stem: pathlib.Path) -> list[pathlib.Path]:
-  """PNG and SVG; SVG text stays text (smaller, faster, searchable) rather than glyph paths.
-  Neither carries a date or random ids, so regenerating a report from the same runs rewrites
-  the same bytes and version control shows only figures whose data changed."""
+  """Writes PNG and SVG.
+
+  SVG text stays text (smaller, faster, searchable) rather than glyph paths. Neither file
+  carries a date or random ids, so regenerating a report from the same runs rewrites the same
+  bytes and version control shows only the figures whose data changed.
+  """
   paths = [stem.parent / f"{stem.name}.{fmt}" for fmt in FORMATS]
   with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "nupa_jax"}):
     for path in paths:

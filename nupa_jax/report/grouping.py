@@ -24,6 +24,8 @@ SHORT_NAMES = {
     "text.format.reverse": "reverse",
     "text.format.pad": "pad",
     "text.format.index_hints": "hints",
+    "model.posenc.reward_distance": "reward_distance",
+    "data.loss_on_padding": "loss_on_padding",
     "model.preset": "size",
     "model.num_layers": "layers",
     "model.hidden": "hidden",
@@ -59,8 +61,11 @@ class Group:
 
   @property
   def replicas(self) -> str:
-    """`3 seeds`, or `2 runs` when some share their seeds: repeats of one run (two sweeps
-    with a setting in common) measure noise, not the spread over seeds."""
+    """`3 seeds`, or `2 runs` when some share their seeds.
+
+    Repeats of one run (two sweeps with a setting in common) measure noise, not the spread
+    over seeds, and are named so.
+    """
     seeds = {json.dumps({k: v for k, v in e.config.items() if is_seed(k)}, sort_keys=True)
              for e in self.entries}
     noun = "seeds" if len(seeds) == len(self.entries) else "runs"
@@ -83,13 +88,13 @@ def _show(key: str, value: Any) -> str:
 
 
 def describe(settings: list[dict[str, Any]]) -> list[str]:
-  """`k=v, ...` of the keys whose values differ between the given settings; '' for all when
-  none do, or when more than MAX_KEYS do and the SHORT_NAMES keys among them can't tell the
-  settings apart.
+  """`k=v, ...` of the keys whose values differ between the given settings.
 
-  A config field added after some runs were made is absent from their settings; where the
-  runs that have it all agree it tells nothing apart, so it is named only if the labels need
-  it to be unique (runs from before and after `data.loss_on_padding` existed differ in pe).
+  '' for all when none do, or when more than MAX_KEYS do and the SHORT_NAMES keys among them
+  can't tell the settings apart. An option added to the config after some runs were made is
+  absent from their settings; where every run that has it holds it off (False, 0, ''), it is
+  named only if the labels need it to be unique, so that runs from before the option existed
+  and runs with it at its off default do not read as a difference.
   """
   keys = list(dict.fromkeys(k for s in settings for k in s))  # config order
   differ = [k for k in keys
@@ -101,14 +106,11 @@ def describe(settings: list[dict[str, Any]]) -> list[str]:
     return [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-"
                       for k in shown) for s in settings]
 
-  def added_later(key: str) -> bool:
-    present = {json.dumps(s[key], sort_keys=True) for s in settings if key in s}
-    return len(present) == 1
+  def off_where_present(key: str) -> bool:
+    return all(s[key] in (False, 0, "") for s in settings if key in s)
 
-  shown = [k for k in differ if not added_later(k)]
-  # A later field holding False / 0 / "" is most likely at its default: name the others first.
-  candidates = sorted(differ, key=lambda k: not any(s.get(k) for s in settings))
-  for key in candidates:
+  shown = [k for k in differ if not off_where_present(k)]
+  for key in differ:
     if len(set(texts(shown))) == len(settings):
       break
     if key not in shown:

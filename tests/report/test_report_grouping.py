@@ -49,16 +49,19 @@ def test_runs_of_unrelated_configs(tmp_path):
   assert [g.label for g in group_entries(load(paths, quiet))] == ["c", "d"]
 
 
-def test_fields_added_later_are_named_only_when_needed():
-  """Runs made before a config field existed lack it: it names a run only to tell it apart."""
+def test_options_added_later_are_named_only_when_needed():
+  """Runs made before a config option existed lack it: at its off default it names a run only
+  to tell it apart; switched on it is always named."""
   old_rope, old_alibi = {"pe": "rope"}, {"pe": "alibi"}
   new_alibi = {"pe": "alibi", "lop": False, "flip": True}
   assert describe([old_rope, old_alibi, new_alibi]) == [
       "pe=rope, flip=-", "pe=alibi, flip=-", "pe=alibi, flip=true"]
   new_nope = {"pe": "nope", "flip": False, "lop": False}
   assert describe([old_rope, new_nope]) == ["pe=rope", "pe=nope"]
-  assert describe([new_alibi, {"pe": "alibi", "flip": False, "lop": False}]) == [
-      "flip=true", "flip=false"]  # present in both: an ordinary difference
+  assert describe([old_rope, {"pe": "nope", "lop": True}]) == [
+      "pe=rope, lop=-", "pe=nope, lop=true"]  # on: a real difference even where pe differs
+  assert describe([old_rope, {"pe": "abacus", "max_offset": 100}]) == [
+      "pe=rope, max_offset=-", "pe=abacus, max_offset=100"]
 
 
 def test_one_setting_is_named_by_its_settings(tmp_path):

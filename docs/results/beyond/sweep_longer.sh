@@ -3,13 +3,15 @@
 # trained twice as long as in sweep.sh (20,000 steps of 256 = 5.1x10^6 samples), everything
 # else equal, to see how far more training carries them past the training length. Budget:
 # ~7 H100-minutes a run on two GPUs (data parallel), CUDA_VISIBLE_DEVICES=0,1.
+# STEPS= trains longer still (e.g. STEPS=60000 on four GPUs, ~15x10^6 samples; rerun the same
+# command to resume a run cut at a command's end) and EVAL_EVERY= spaces the evaluations.
 #
 #   docs/results/beyond/sweep_longer.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
-  --grid "pe=${PES:-abacus,coupled};train.steps=20000" \
+  --grid "pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}" \
   --out "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
-  --config.eval.every=5000 --config.eval.per_length=100 --config.eval.batch_size=1024 \
+  --config.eval.every="${EVAL_EVERY:-5000}" --config.eval.per_length=100 --config.eval.batch_size=1024 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -3,7 +3,7 @@
 # padding on integer and float addition, reverse x index hints on integer addition,
 # multiplication (hard) and maximum; the 0.1B model on 1-8 digits, exact match at 9 and 10
 # digits. Scaled down from the paper's 8x10^7 samples to 2x10^6 (7,813 steps of 256), one seed.
-# Budget: ~2.5 H200-minutes a run, 24 runs (PART selects one of the paper's table blocks):
+# Budget: ~3 H100-minutes a run (measured: 2.2-3.5), 26 runs (PART selects a table block):
 #   PART=int_pad    reverse {none,int} x pad on add_int                          (4 runs)
 #   PART=float_pad  reverse {none,int,dec,each,total} x pad on add_float        (10 runs)
 #   PART=idx        reverse {none,int} x hints on add_int, multiply_hard_int, max_int (12 runs;
