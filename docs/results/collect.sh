@@ -4,7 +4,7 @@
 # folder here, without checkpoints: each run's config.json, train_metrics.jsonl and eval/ go
 # to EXP/runs/NAME, its log to EXP/logs/, each sweep's sweep.json to EXP/sweeps/SWEEP.json;
 # then regenerates the experiment's report (figures, tables, index.md; with EXP/paper.json
-# when present).
+# when present). Two sweeps of one call holding a finished run of the same name are refused.
 #
 #   docs/results/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
 set -euo pipefail
@@ -13,27 +13,36 @@ shift
 [ $# -gt 0 ] || { echo "collect.sh: no sweep folders given" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/$exp"
-mkdir -p "$out/runs" "$out/logs" "$out/sweeps"
 for sweep in "$@"; do
   [ -f "$sweep/sweep.json" ] || { echo "collect.sh: $sweep has no sweep.json" >&2; exit 2; }
-  cp "$sweep/sweep.json" "$out/sweeps/$(basename "$sweep").json"
-  done_runs=$("${PYTHON:-python3}" - "$sweep/sweep.json" <<'PY'
-import json, sys
-for run in json.load(open(sys.argv[1]))["runs"]:
-  if run["status"] == "done":
-    print(run["name"])
-  else:
-    print(f"collect.sh: skipping {run['name']} ({run['status']})", file=sys.stderr)
-PY
-  )
-  for name in $done_runs; do
-    run="$sweep/$name"
-    rm -rf "$out/runs/$name"
-    mkdir -p "$out/runs/$name"
-    cp -r "$run/config.json" "$run/train_metrics.jsonl" "$run/eval" "$out/runs/$name/"
-    if [ -f "$sweep/logs/$name.log" ]; then cp "$sweep/logs/$name.log" "$out/logs/"; fi
-  done
 done
+# "SWEEP<TAB>NAME" of every finished run, checked before anything is copied.
+runs=$("${PYTHON:-python3}" - "$@" <<'PY'
+import json, sys
+taken = {}  # run name -> the sweep holding it
+for sweep in sys.argv[1:]:
+  for run in json.load(open(f"{sweep}/sweep.json"))["runs"]:
+    name = run["name"]
+    if run["status"] != "done":
+      print(f"collect.sh: skipping {name} ({run['status']})", file=sys.stderr)
+    elif name in taken:  # one would silently replace the other
+      sys.exit(f"collect.sh: {taken[name]} and {sweep} both hold run {name}; collect them "
+               "into different experiment folders")
+    else:
+      taken[name] = sweep
+      print(f"{sweep}\t{name}")
+PY
+) || exit 2
+mkdir -p "$out/runs" "$out/logs" "$out/sweeps"
+for sweep in "$@"; do cp "$sweep/sweep.json" "$out/sweeps/$(basename "$sweep").json"; done
+while IFS=$'\t' read -r sweep name; do
+  [ -n "$name" ] || continue
+  rm -rf "$out/runs/$name"
+  mkdir -p "$out/runs/$name"
+  cp -r "$sweep/$name/config.json" "$sweep/$name/train_metrics.jsonl" "$sweep/$name/eval" \
+    "$out/runs/$name/"
+  if [ -f "$sweep/logs/$name.log" ]; then cp "$sweep/logs/$name.log" "$out/logs/"; fi
+done <<<"$runs"
 cd "$here/../.."
 # The report names runs by their path: keep it relative to the checkout.
 rel=$(realpath --relative-to=. "$out")

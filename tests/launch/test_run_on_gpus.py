@@ -125,6 +125,14 @@ exec {sys.executable} "$@"
     call = (tmp_path / "report_call").read_text().split()
     assert call[:3] == ["-m", "nupa_jax.report", "--workdirs"]
     assert call[3] == f"docs/results/{experiment}/runs/a"  # checkout-relative paths
+    other = tmp_path / "exp_other"  # another sweep that also finished a run named a
+    shutil.copytree(sweep, other)
+    result = subprocess.run(["bash", str(ROOT / "docs" / "results" / "collect.sh"), experiment,
+                             str(sweep), str(other)], env=dict(os.environ, PYTHON=str(python)),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert f"{sweep} and {other} both hold run a" in result.stderr
+    assert not (out / "sweeps" / "exp_other.json").exists()  # refused before copying
   finally:
     shutil.rmtree(out, ignore_errors=True)
 

@@ -13,5 +13,6 @@ exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,s
   --grid "pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}" \
   --out "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
-  --config.eval.every="${EVAL_EVERY:-5000}" --config.eval.per_length=100 --config.eval.batch_size=1024 \
+  --config.eval.every="${EVAL_EVERY:-5000}" --config.eval.per_length=100 \
+  --config.eval.batch_size=1024 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -24,7 +24,8 @@ case "${PART:?set PART=int_pad, float_pad or idx}" in
        grid+=";reverse=${REVERSES:-none,int};hints=false,true" ;;
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
-exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:size=100m,pe=${PE:-rope}" --grid "$grid" \
+exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:size=100m,pe=${PE:-rope}" \
+  --grid "$grid" \
   --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=7813 --config.eval.per_length=200 --config.eval.digits="(1,12)" \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

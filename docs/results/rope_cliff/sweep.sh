@@ -12,8 +12,9 @@
 # finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+grid="task=${TASKS:-add_int,add_float};pe=${PES:-rope,nope,alibi,alibi_nupa}"
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
-  --grid "task=${TASKS:-add_int,add_float};pe=${PES:-rope,nope,alibi,alibi_nupa};seed=${SEEDS:-0,1}" \
+  --grid "$grid;seed=${SEEDS:-0,1}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=15625 --config.eval.every=5000 --config.eval.per_length=200 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
