@@ -5,12 +5,16 @@
 # ~7 H100-minutes a run on two GPUs (data parallel), CUDA_VISIBLE_DEVICES=0,1.
 # STEPS= trains longer still (e.g. STEPS=60000 on four GPUs, ~15x10^6 samples; rerun the same
 # command to resume a run cut at a command's end) and EVAL_EVERY= spaces the evaluations.
+# SEEDS= (e.g. SEEDS=1) adds a seed axis to the grid; without it runs use seed 0 and keep the
+# names of the published ones.
 #
 #   docs/results/beyond/sweep_longer.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+grid="pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}"
+if [ -n "${SEEDS:-}" ]; then grid+=";seed=$SEEDS"; fi
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
-  --grid "pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}" \
+  --grid "$grid" \
   --out "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
   --config.eval.every="${EVAL_EVERY:-5000}" --config.eval.per_length=100 \
