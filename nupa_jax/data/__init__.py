@@ -26,8 +26,10 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   float tasks may go past the benchmark's range, the others stop at it
                   (`benchmark.testset.max_length`).
   task_digits     {task: (lo, hi)} overriding train_digits per task (default {}).
-  length_weights  {length: weight} within each task's range; {} = uniform (the paper trains
-                  on equal counts per length). Lengths not named get weight 0.
+  length_weights  {length: weight} within each task's range; {} = uniform (the paper draws
+                  10^7 samples per length, or every distinct question where fewer exist:
+                  uniform from the lengths where 10^7 are feasible). Lengths not named get
+                  weight 0.
   seed            the data seed; the validation stream uses the same seed in a disjoint seed
                   space (stream id 1), so it never shares a draw with training.
   pool_size       None: an endless stream. n: the first n samples of the stream, reshuffled

@@ -2,7 +2,9 @@
 
 A mixture is a list of *cells* (task, digit length) with probabilities: the task weight from
 `config.data.tasks` times the length weight within that task's training range (uniform by
-default: the paper trains on equal counts per length). Resolving the config here, once, keeps
+default, as the paper's mix is from the lengths where its 10^7 samples per length are
+feasible; below those it has every distinct question, e.g. 100 / 9,900 / 990,000 integer
+pairs of 1 / 2 / 3 digits, and `length_weights` gives them that smaller share). Resolving the config here, once, keeps
 the per-sample code down to a table lookup: a cell is chosen by inverting the cumulative
 distribution at a point the stream layout (`stream.py`) computes from the sample index.
 """
