@@ -4,9 +4,10 @@ A mixture is a list of *cells* (task, digit length) with probabilities: the task
 `config.data.tasks` times the length weight within that task's training range (uniform by
 default, as the paper's mix is from the lengths where its 10^7 samples per length are
 feasible; below those it has every distinct question, e.g. 100 / 9,900 / 990,000 integer
-pairs of 1 / 2 / 3 digits, and `length_weights` gives them that smaller share). Resolving the config here, once, keeps
-the per-sample code down to a table lookup: a cell is chosen by inverting the cumulative
-distribution at a point the stream layout (`stream.py`) computes from the sample index.
+pairs of 1 / 2 / 3 digits, and `length_weights` gives them that smaller share). Resolving
+the config here, once, keeps the per-sample code down to a table lookup: a cell is chosen by
+inverting the cumulative distribution at a point the stream layout (`stream.py`) computes
+from the sample index.
 """
 from __future__ import annotations
 
@@ -67,9 +68,10 @@ class Mixture:
       mine = tasks == task
       left = probs[mine & keep].sum()
       if left == 0:
-        raise ValueError(f"every training length of {task} ({', '.join(map(str, np.array(self.lengths)[mine]))}) "
-                         f"is used up by the frozen test set; train it on longer lengths "
-                         f"(config.data.task_digits) or drop it from config.data.tasks")
+        lengths = ", ".join(map(str, np.array(self.lengths)[mine]))
+        raise ValueError(f"every training length of {task} ({lengths}) is used up by the "
+                         "frozen test set; train it on longer lengths "
+                         "(config.data.task_digits) or drop it from config.data.tasks")
       probs[mine] *= share / left
     index = np.flatnonzero(keep)
     return Mixture(tuple(self.tasks[i] for i in index), tuple(self.lengths[i] for i in index),
