@@ -3,8 +3,9 @@
 # trained twice as long as in sweep.sh (20,000 steps of 256 = 5.1x10^6 samples), everything
 # else equal, to see how far more training carries them past the training length. Budget:
 # ~7 H100-minutes a run on two GPUs (data parallel), CUDA_VISIBLE_DEVICES=0,1.
-# STEPS= trains longer still (e.g. STEPS=60000 on four GPUs, ~15x10^6 samples; rerun the same
-# command to resume a run cut at a command's end) and EVAL_EVERY= spaces the evaluations.
+# STEPS= trains longer still (e.g. STEPS=90000 with CUDA_VISIBLE_DEVICES=0,1: 23x10^6 samples,
+# 22 minutes on two H100s; rerun the same command to resume a run cut at a command's end) and
+# EVAL_EVERY= spaces the evaluations.
 # SEEDS= (e.g. SEEDS=1) adds a seed axis to the grid; without it runs use seed 0 and keep the
 # names of the published ones.
 #
