@@ -125,6 +125,41 @@ def test_fire_bias_shape_and_monotone_initialisation():
   np.testing.assert_allclose(bias[1, :, 7, 3], bias[0, :, 4, 0])
 
 
+def fire_reference(pe, q_pos, k_pos):
+  """FIRE's bias from its formula, in float64 numpy: f_h(psi(i - j) / psi(max(L, i)))."""
+  softplus = lambda v: math.log1p(math.exp(float(v)))
+  c, threshold = softplus(pe.c[...]), softplus(pe.threshold[...])
+  w1, b1 = np.asarray(pe.w1[...], np.float64), np.asarray(pe.b1[...], np.float64)
+  w2, b2 = np.asarray(pe.w2[...], np.float64), np.asarray(pe.b2[...], np.float64)
+  q = np.asarray(q_pos, np.float64)[:, :, None]
+  k = np.asarray(k_pos, np.float64)[:, None, :]
+  x = np.log1p(c * np.maximum(q - k, 0)) / np.log1p(c * np.maximum(threshold, q))
+  hidden = np.maximum(x[..., None] * w1 + b1, 0.0)                 # [B, Tq, Tk, h]
+  return np.moveaxis(hidden @ w2 + b2, -1, 1)                      # [B, N, Tq, Tk]
+
+
+@pytest.mark.parametrize("random_positions", [None, 64])
+def test_fire_bias_gathered_from_its_table_matches_the_formula(random_positions):
+  options = {"random_positions": random_positions} if random_positions else {}
+  pe = make_pe("fire", heads=2, init_threshold=4.0, **options)
+  # A packed row, a decode step against a 12-slot cache, and (with the option) positions
+  # drawn past the key length, as random_positions training draws them.
+  packed = jnp.array([[0, 1, 2, 3, 4, 0, 1, 2, 0, 1, 2, 3]])
+  cases = [(packed, packed), (jnp.array([[7]]), jnp.arange(12)[None])]
+  if random_positions:
+    far = jnp.array([[3, 17, 40, 63]])
+    cases.append((far, far))
+  for q, k in cases:
+    got = np.asarray(jax.jit(pe.attention_bias)(q, k))
+    np.testing.assert_allclose(got, fire_reference(pe, q, k), rtol=1e-5, atol=1e-6)
+
+
+def test_fire_position_past_its_table_gives_nan_not_a_wrong_bias():
+  pe = make_pe("fire", heads=2)
+  bias = np.asarray(pe.attention_bias(jnp.array([[0, 9]]), jnp.array([[0, 1]])))
+  assert np.isnan(bias[0, :, 1]).all() and np.isfinite(bias[0, :, 0]).all()
+
+
 def test_abacus_embeds_digit_indices_of_a_packed_row_with_offsets_per_sample():
   pe = make_pe("abacus", hidden=8, max_digits=16, max_offset=100)
   # "12+345=357" and "9+9=18" packed in one row, then padding.

@@ -61,9 +61,26 @@ class FIRE(sampling.RandomizedPositions, base.PositionalEncoding):
     psi = lambda x: jnp.log1p(c * x)
     return psi(distance) / jnp.maximum(psi(jnp.maximum(threshold, q)), 1e-6)
 
+  def bias_table(self, size: int) -> jax.Array:
+    """float32[heads, size, size]: the bias of every (query, key) position pair below `size`."""
+    pos = jnp.arange(size, dtype=jnp.int32)[None]
+    x = self.normalized_distance(pos, pos)[0, ..., None]                     # [P, P, 1]
+    hidden = jax.nn.relu(x * self.w1[...] + self.b1[...])                    # [P, P, h]
+    bias = jnp.sum(hidden[..., None] * self.w2[...], axis=-2) + self.b2[...]  # [P, P, N]
+    return jnp.transpose(bias, (2, 0, 1)).astype(jnp.float32)
+
   def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
-    x = self.normalized_distance(q_pos, k_pos)[..., None]                    # [B, Tq, Tk, 1]
-    hidden = jax.nn.relu(x * self.w1[...] + self.b1[...])                    # [B, Tq, Tk, h]
-    # Written as a broadcast-and-sum so XLA can fuse it instead of storing [B, Tq, Tk, h].
-    bias = jnp.sum(hidden[..., None] * self.w2[...], axis=-2) + self.b2[...]  # [B, Tq, Tk, N]
-    return jnp.transpose(bias, (0, 3, 1, 2)).astype(jnp.float32)
+    """The bias depends on positions only, so the MLP runs once on a [P, P] table of position
+    pairs and each sample gathers its entries: running it per sample made a [B, Tq, Tk, h, N]
+    fusion that XLA's GPU compiler took minutes over at 100-digit evaluation shapes.
+
+    P bounds the positions: `random_positions` when set (training draws below it and
+    `limits()` holds evaluation below it), else the key length (positions restart at 0 in
+    every packed sample, and a KV cache is as long as the positions it holds). A position
+    past P gathers NaN, so a broken bound fails loudly instead of biasing silently.
+    """
+    size = self.random_positions or k_pos.shape[1]
+    table = self.bias_table(size).reshape(-1, size * size)                  # [N, P * P]
+    pair = q_pos.astype(jnp.int32)[:, :, None] * size + k_pos.astype(jnp.int32)[:, None, :]
+    bias = jnp.take(table, pair, axis=1, mode="fill", fill_value=jnp.nan)   # [N, B, Tq, Tk]
+    return jnp.transpose(bias, (1, 0, 2, 3))
