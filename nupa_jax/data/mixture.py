@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 ALL = "all"
-DEFAULT_KEY = "*"  # in a per-task `train_digits` dict: the range of every task not named
+DEFAULT_KEY = "*"  # in `train_digits` / `length_weights` dicts: the entry of everything not named
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +123,9 @@ def _length_weights(length_weights: Any, lengths: range, task: str) -> np.ndarra
   if not isinstance(length_weights, Mapping):
     raise ValueError(f"config.data.length_weights must be 'uniform' or a {{length: weight}} "
                      f"dict, got {length_weights!r}")
-  weights = {int(k): float(v) for k, v in length_weights.items()}
-  out = np.array([weights.get(length, 0.0) for length in lengths])
+  default = float(length_weights.get(DEFAULT_KEY, 0.0))
+  weights = {int(k): float(v) for k, v in length_weights.items() if k != DEFAULT_KEY}
+  out = np.array([weights.get(length, default) for length in lengths])
   if (out < 0).any() or not out.sum() > 0:
     raise ValueError(f"config.data.length_weights gives {task!r} no positive weight on its "
                      f"training lengths {lengths.start}-{lengths.stop - 1}")
@@ -142,7 +143,7 @@ def resolve(tasks: Any, train_digits: Any = (1, 8), length_weights: Any = "unifo
     train_digits: `(lo, hi)` inclusive for every task, or {task: (lo, hi)} with an optional
       `"*"` default entry.
     length_weights: `"uniform"` or {length: weight} applied within each task's range
-      (lengths it does not name get weight 0).
+      (lengths it does not name get the `"*"` entry's weight, else 0).
     known: every task name (`tasks.names()`), used for `"all"`.
     canonical: maps an alias to its canonical name and raises on unknown names.
     max_digits: the longest length a task can be drawn at, None for no limit

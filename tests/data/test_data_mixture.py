@@ -40,6 +40,15 @@ def test_per_task_digits_and_length_weights():
                                      ("max_int", 11): 0.5})
 
 
+def test_length_weights_default_entry_weighs_the_lengths_not_named():
+  # String keys, as a ConfigDict stores them: lengths 1 and 2 rare, every other length 1.
+  m = mixture.resolve({"add_int": 1.0, "max_int": 1.0}, {"max_int": (10, 11), "*": (1, 4)},
+                      {"1": 0.5, "2": 0.5, "*": 1.0}, **RESOLVE)
+  assert shares(m) == pytest.approx({("add_int", 1): 0.5 * 0.5 / 3, ("add_int", 2): 0.5 * 0.5 / 3,
+                                     ("add_int", 3): 0.5 / 3, ("add_int", 4): 0.5 / 3,
+                                     ("max_int", 10): 0.25, ("max_int", 11): 0.25})
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(tasks={"add_itn": 1.0}), "did you mean add_int"),
     (dict(tasks={"add_int": 1.0}, train_digits=(1, 21)), "lower hi to 20"),
