@@ -6,12 +6,16 @@
 # same units-first format. 0.1B model, 2.6x10^6 samples (10,000 steps of 256) at lr 1e-4 with
 # 500 warmup steps for every PE; the target is >= 95% exact match at 100 digits.
 # Budget: ~5 H200-minutes a run, 6 runs.
+# HINTS=true adds index hints to every run (a grid axis: names gain `_hints-true`), e.g.
+# PES=fire HINTS=true for Zhou et al.'s FIRE recipe (FIRE + random positions + index hints).
 #
 #   docs/results/beyond/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+grid="pe=${PES:-abacus,coupled,fire,rope,nope,alibi}"
+if [ -n "${HINTS:-}" ]; then grid+=";hints=$HINTS"; fi
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
-  --grid "pe=${PES:-abacus,coupled,fire,rope,nope,alibi}" \
+  --grid "$grid" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --config.train.steps=10000 --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
   --config.eval.every=5000 --config.eval.per_length=100 --config.eval.batch_size=1024 \
