@@ -23,28 +23,25 @@ MESH_RULES = sharding.DEFAULT_RULES
 
 # Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
 # samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU,
-# tuned for exact match on the S bucket after ~2.9x10^5 samples (seeds 0-5, 2 CPU cores a run,
-# 2026-11): batch 32 beat 64 per sample seen (0.88-0.94 vs 0.69-0.78 after 2.6x10^5 samples);
-# lr 4e-4 reached 0.84-0.95 at 9,000 steps where 2e-4 / 3e-4 reached 0.79-0.87, 5e-4 / 6e-4
-# 0.52-0.92 and 1e-3 stalled for some seeds (0.01-0.3); Adam b2 0.98 (0.95 stalled, 0.999 slower).
-# 8,800 steps is what fits ten minutes with 4 heads of 64 (below; ~570 samples/s on 2 cores,
-# 8 min 49 s in all), 4 samples a row the packing they run fastest with (short rows).
-# S-bucket exact match at the end: 0.885 / 0.93 / 0.865 for seeds 0 / 1 / 2. The paper's length
-# mix (`data.length_weights` 1e-5 / 1e-3 / 0.1 / 1 for 1 / 2 / 3 / 4-8 digits; seed 0) reached
-# 0.92 at 8,800 steps but took 10 min 48 s (longer samples, longer rows), and 0.81 at 7,300.
-# Dropping only the 1- and 2-digit samples (`length_weights` {"1": 1e-3, "2": 1e-2, "*": 1},
-# 8,000 steps, 8 min 19 s - 9 min 56 s) gave 0.94 / 0.85 / 0.87 for seeds 0 / 1 / 2: no better
-# on average than the uniform mix; the spread between seeds is larger than either change. A
-# third layer runs 2x slower a step (114 ms). So `tiny` writes numbers units first
-# (`reverse="int"`, operands and answer; the paper's reversed format, Section 3.3), where every
-# carry depends only on digits already written:
-# the same model then learns 1-8-digit addition outright, S and M exact match 1.000 for seeds
-# 0 / 1 / 2 at 8,000 steps (loss falls steeply between steps ~4,000 and ~5,500), 8 min 1 s in
-# all for seed 0. A family that varies the format (formats.py, beyond.py) sets its own.
+# tuned, in the paper's plain text, for exact match on the S bucket after ~2.9x10^5 samples
+# (seeds 0-5, 2 CPU cores a run, 2026-11): batch 32 beat 64 per sample seen (0.88-0.94 vs
+# 0.69-0.78 after 2.6x10^5 samples); lr 4e-4 reached 0.84-0.95 at 9,000 steps where 2e-4 /
+# 3e-4 reached 0.79-0.87, 5e-4 / 6e-4 0.52-0.92 and 1e-3 stalled for some seeds (0.01-0.3);
+# Adam b2 0.98 (0.95 stalled, 0.999 slower). 8,800 steps fit ten minutes with 4 heads of 64
+# (below; ~570 samples/s on 2 cores, 8 min 49 s in all), 4 samples a row the packing they run
+# fastest with (short rows). S-bucket exact match at the end: 0.885 / 0.93 / 0.865 for seeds
+# 0 / 1 / 2. The paper's length mix (`data.length_weights` 1e-5 / 1e-3 / 0.1 / 1 for 1 / 2 /
+# 3 / 4-8 digits; seed 0) reached 0.92 at 8,800 steps but took 10 min 48 s (longer samples,
+# longer rows), and 0.81 at 7,300. Down-weighting only the 1- and 2-digit samples
+# (`length_weights` {"1": 1e-3, "2": 1e-2, "*": 1}, 8,000 steps, 8 min 19 s - 9 min 56 s) gave
+# 0.94 / 0.85 / 0.87 for seeds 0 / 1 / 2: no better on average than the uniform mix; the
+# spread between seeds is larger than either change. A third layer runs 2x slower a step
+# (114 ms). So `tiny` writes numbers units first (`_FORMAT_OVERRIDES`), and then learns
+# 1-8-digit addition outright at 8,000 steps.
 _TRAIN = {
     "tiny": dict(steps=8000, batch_size=32, learning_rate=4e-4, warmup_steps=200, b2=0.98,
                  samples_per_row=4, eval_every=0, per_length=100, ckpt_every=1000,
-                 log_every=500, reverse="int"),
+                 log_every=500),
     "1.3m": dict(steps=100_000, batch_size=256, learning_rate=1e-3, warmup_steps=1000,
                  eval_every=10_000, per_length=1000, ckpt_every=5000, log_every=100),
     "100m": dict(steps=312_500, batch_size=256, learning_rate=5e-5, warmup_steps=0,
@@ -61,6 +58,15 @@ SIZES = tuple(_TRAIN)
 # parameters. 8 heads of 32 (same FLOPs) learn as much per step but run 35 % slower on a CPU:
 # within ten minutes they reached 0.89 / 0.845 / 0.83 (6,500 steps, seeds 0 / 1 / 2).
 _MODEL_OVERRIDES = {"tiny": dict(mlp=256, heads=4, kv_heads=2, head_dim=64)}
+
+# Text-format fields that differ from the paper's plain text for a run of that size. Tiny
+# writes numbers units first (operands and answer: the paper's reversed format, Section 3.3),
+# where every carry depends only on digits already written: its model then learns 1-8-digit
+# addition outright, S and M exact match 1.000 for seeds 0 / 1 / 2 at 8,000 steps (the loss
+# falls steeply between steps ~4,000 and ~5,500; 8 min 1 s in all for seed 0 on 2 cores),
+# where plain text stays near 0.9 (above). Families that vary the format (formats.py,
+# beyond.py) set their own; `--config.text.format.reverse=none` restores plain text.
+_FORMAT_OVERRIDES = {"tiny": dict(reverse="int")}
 
 
 # `pe` argument values that are a registered PE with options rather than a PE of their own.
@@ -145,7 +151,8 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
 
   c.text = ml_collections.ConfigDict()
   c.text.tokenizer = {"name": "digits", "k": 1, "align": "right"}
-  c.text.format = {"reverse": t.get("reverse", "none"), "pad": False, "index_hints": False}
+  c.text.format = {"reverse": "none", "pad": False, "index_hints": False,
+                   **_FORMAT_OVERRIDES.get(size, {})}
 
   c.data = data.defaults()  # fields documented in nupa_jax/data/__init__.py
   c.data.samples_per_row = t.get("samples_per_row", c.data.samples_per_row)

@@ -2,7 +2,8 @@
 paper), trained on 1-8 digits and tested on 1-20, one task at a time.
 
 `--config=configs/pe.py` alone is the paper's 100M RoPE integer-addition run;
-`--config=configs/pe.py:pe=alibi,task=add_float,size=tiny` a CPU-sized variant.
+`--config=configs/pe.py:pe=alibi,task=add_float,size=tiny` a CPU-sized variant (tiny writes
+numbers units first, configs/common.py; `--config.text.format.reverse=none` for plain text).
 Paper tasks: add_int, add_float, multiply_easy_frac, add_sci.
 `pe` is any registered positional encoding, or `alibi_nupa`: ALiBi with the official NUPA
 code's bias sign (+slope x distance; see nupa_jax/models/posenc/alibi.py), the PE behind the

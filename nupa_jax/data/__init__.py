@@ -29,7 +29,8 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   length_weights  {length: weight} within each task's range; {} = uniform (the paper draws
                   10^7 samples per length, or every distinct question where fewer exist:
                   uniform from the lengths where 10^7 are feasible). Lengths not named get
-                  the "*" entry's weight, or 0 without one.
+                  the "*" entry's weight, or 0 without one (with "*", write every key as a
+                  string: a ConfigDict cannot sort int and str keys together).
   seed            the data seed; the validation stream uses the same seed in a disjoint seed
                   space (stream id 1), so it never shares a draw with training.
   pool_size       None: an endless stream. n: the first n samples of the stream, reshuffled

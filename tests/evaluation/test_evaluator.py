@@ -26,6 +26,7 @@ def encoder():
 
 def eval_config():
   config = common.base("tiny")
+  config.text.format.reverse = "none"  # the plain text of the `encoder` fixture
   config.data.tasks = {name: 1.0 for name in TASKS}
   config.eval.digits = DIGITS
   config.eval.per_length = PER_LENGTH
@@ -134,7 +135,6 @@ def test_pe_features_of_generated_tokens(encoder):
   """Abacus digit indices continue through generated digits; what has no rule is refused."""
   config, mesh = eval_config(), sharding.make_mesh({"data": -1})
   config.eval.per_length = 0
-  config.text.format.reverse = "none"  # significance has no rule for most-significant-first
   abacus = evaluator_lib.Evaluator(config, encoder, mesh, feature_names={"digit_index"})
   rule = abacus.next_features
   previous = {"digit_index": jnp.array([2, 0, 3])}

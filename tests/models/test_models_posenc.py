@@ -154,10 +154,30 @@ def test_fire_bias_gathered_from_its_table_matches_the_formula(random_positions)
     np.testing.assert_allclose(got, fire_reference(pe, q, k), rtol=1e-5, atol=1e-6)
 
 
+def test_fire_parameter_gradients_through_the_table_match_the_direct_formula():
+  pe = make_pe("fire", heads=2, init_threshold=4.0)
+  pos = jnp.array([[0, 1, 2, 3, 0, 1], [0, 1, 2, 3, 4, 5]])
+  weights = jax.random.normal(jax.random.key(0), (2, 2, 6, 6))
+
+  def direct(module):  # the per-sample MLP the table replaces
+    x = module.normalized_distance(pos, pos)[..., None]
+    hidden = jax.nn.relu(x * module.w1[...] + module.b1[...])
+    return jnp.moveaxis(hidden @ module.w2[...] + module.b2[...], -1, 1)
+
+  loss = lambda f: lambda module: jnp.sum(f(module) * weights)
+  via_table = nnx.grad(loss(lambda m: m.attention_bias(pos, pos)))(pe)
+  via_formula = nnx.grad(loss(direct))(pe)
+  for a, b in zip(jax.tree.leaves(via_table), jax.tree.leaves(via_formula)):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_fire_position_past_its_table_gives_nan_not_a_wrong_bias():
   pe = make_pe("fire", heads=2)
-  bias = np.asarray(pe.attention_bias(jnp.array([[0, 9]]), jnp.array([[0, 1]])))
-  assert np.isnan(bias[0, :, 1]).all() and np.isfinite(bias[0, :, 0]).all()
+  # The table is 2 x 2 (the key length): query 9, and key 3 (whose flattened index would land
+  # on a valid entry of another query), are both past it.
+  bias = np.asarray(pe.attention_bias(jnp.array([[0, 9, 1]]), jnp.array([[0, 3]])))
+  assert np.isnan(bias[0, :, 1]).all() and np.isnan(bias[0, :, :, 1]).all()
+  assert np.isfinite(bias[0, :, [0, 2], 0]).all()
 
 
 def test_abacus_embeds_digit_indices_of_a_packed_row_with_offsets_per_sample():

@@ -75,12 +75,16 @@ class FIRE(sampling.RandomizedPositions, base.PositionalEncoding):
     fusion that XLA's GPU compiler took minutes over at 100-digit evaluation shapes.
 
     P bounds the positions: `random_positions` when set (training draws below it and
-    `limits()` holds evaluation below it), else the key length (positions restart at 0 in
-    every packed sample, and a KV cache is as long as the positions it holds). A position
-    past P gathers NaN, so a broken bound fails loudly instead of biasing silently.
+    `limits()` holds evaluation questions below it), else the key length (positions restart at
+    0 in every packed sample, and a KV cache is as long as the positions it holds). A pair
+    outside the table gets NaN, so a broken bound fails loudly instead of biasing silently;
+    with `random_positions`, that includes a generation row running on past position P - 1
+    (an answer already longer than any the model could have been asked for).
     """
     size = self.random_positions or k_pos.shape[1]
+    q = q_pos.astype(jnp.int32)[:, :, None]
+    k = k_pos.astype(jnp.int32)[:, None, :]
     table = self.bias_table(size).reshape(-1, size * size)                  # [N, P * P]
-    pair = q_pos.astype(jnp.int32)[:, :, None] * size + k_pos.astype(jnp.int32)[:, None, :]
-    bias = jnp.take(table, pair, axis=1, mode="fill", fill_value=jnp.nan)   # [N, B, Tq, Tk]
-    return jnp.transpose(bias, (1, 0, 2, 3))
+    bias = jnp.take(table, q * size + k, axis=1, mode="clip")               # [N, B, Tq, Tk]
+    inside = (q >= 0) & (q < size) & (k >= 0) & (k < size)                  # [B, Tq, Tk]
+    return jnp.where(inside[:, None], jnp.transpose(bias, (1, 0, 2, 3)), jnp.nan)
