@@ -59,13 +59,13 @@ SIZES = tuple(_TRAIN)
 # within ten minutes they reached 0.89 / 0.845 / 0.83 (6,500 steps, seeds 0 / 1 / 2).
 _MODEL_OVERRIDES = {"tiny": dict(mlp=256, heads=4, kv_heads=2, head_dim=64)}
 
-# Text-format fields that differ from the paper's plain text for a run of that size. Tiny
-# writes numbers units first (operands and answer: the paper's reversed format, Section 3.3),
-# where every carry depends only on digits already written: its model then learns 1-8-digit
-# addition outright, S and M exact match 1.000 for seeds 0 / 1 / 2 at 8,000 steps (the loss
-# falls steeply between steps ~4,000 and ~5,500; 8 min 1 s in all for seed 0 on 2 cores),
-# where plain text stays near 0.9 (above). Families that vary the format (formats.py,
-# beyond.py) set their own; `--config.text.format.reverse=none` restores plain text.
+# Text-format fields that differ from the paper's plain text for a run of that size. Tiny writes
+# numbers units first (operands and answer: the paper's reversed format, Section 3.3), where every
+# carry depends only on digits already written: its model then learns 1-8-digit addition outright,
+# S and M exact match 1.000 for seeds 0 / 1 / 2 at 8,000 steps (the loss falls steeply between
+# steps ~4,000 and ~5,500; 8 min 1 s - 8 min 44 s in all for seed 0 on 2 cores), where plain text
+# stays near 0.9 (above). Families that vary the format (formats.py, beyond.py) set their own;
+# `--config.text.format.reverse=none` restores plain text.
 _FORMAT_OVERRIDES = {"tiny": dict(reverse="int")}
 
 
