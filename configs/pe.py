@@ -12,9 +12,11 @@ paper's ALiBi numbers.
 from configs import common
 
 def get_config(arg: str | None = None):
-  arg = common.parse_arg(arg, pe="rope", task="add_int", size="100m", seed=0)
+  arg = common.parse_arg(arg, pe="rope", task="add_int", size="100m", seed=0, reverse="none",
+                         hints=False)
   config = common.base(size=arg.size, seed=arg.seed)
   config.model.posenc = common.posenc(arg.pe)
+  config.text.format = {"reverse": arg.reverse, "pad": False, "index_hints": arg.hints}
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, 8)
   config.eval.digits = (1, 20)

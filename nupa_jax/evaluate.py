@@ -1,9 +1,10 @@
 """`python -m nupa_jax.evaluate --workdir=DIR [--checkpoint best|latest|STEP] [--tasks a,b]
-[--per-length N]`
+[--per-length N] [--decoding run|greedy|sampled] [--out FILE]`
 
-Evaluates a saved checkpoint of a training run on the frozen NUPA test set and writes
-`DIR/eval/step_{N}.json` and `DIR/eval/latest.json` (the trainer's layout), then prints the
-S/M/L/XL table.
+Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
+(the trainer's JSON layout) to `--out` or to `DIR/eval/evaluations/step_{N}_{decoding}_{P}q.json`
+-- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
+an evaluation with other settings -- and prints the S/M/L/XL table.
 """
 import sys
 
@@ -20,6 +21,10 @@ _CHECKPOINT = flags.DEFINE_string("checkpoint", "best",
 _TASKS = flags.DEFINE_list("tasks", None, "tasks to evaluate (default: the run's config.eval)")
 _PER_LENGTH = flags.DEFINE_integer("per-length", None,
                                    "questions per task and digit length (default: the run's)")
+_DECODING = flags.DEFINE_enum("decoding", "run", ["run", "greedy", "sampled"],
+                              "run: the run's config.eval.greedy; greedy; or sampled with the "
+                              "config's temperature / top-p (the paper's 0.6 / 0.9)")
+_OUT = flags.DEFINE_string("out", None, "results file (default: under DIR/eval/evaluations/)")
 flags.mark_flag_as_required("workdir")
 distributed.define_flags()
 
@@ -33,12 +38,14 @@ def main(argv):
   if _CHECKPOINT.value not in ("best", "latest") and not _CHECKPOINT.value.isdigit():
     raise app.UsageError(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
   try:
-    step, results = evaluator.evaluate_checkpoint(_WORKDIR.value, _CHECKPOINT.value,
-                                                  _TASKS.value, _PER_LENGTH.value)
+    greedy = None if _DECODING.value == "run" else _DECODING.value == "greedy"
+    step, results, path = evaluator.evaluate_checkpoint(
+        _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
+        out=_OUT.value)
   except (FileNotFoundError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
-  print(f"checkpoint step {step} of {_WORKDIR.value}:")
+  print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
   print(evaluator.format_table(results))
 
 

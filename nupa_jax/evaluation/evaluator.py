@@ -316,14 +316,28 @@ def write_results(workdir: str | pathlib.Path, step: int, results: dict,
                   meta: dict) -> pathlib.Path:
   """`eval/step_{step}.json` and `eval/latest.json` (with a `_meta` entry); returns the former."""
   directory = pathlib.Path(workdir) / EVAL_DIR
-  directory.mkdir(parents=True, exist_ok=True)
-  text = json.dumps({**results, "_meta": dict(meta, step=step)}, indent=1)
   path = directory / f"step_{step}.json"
   for target in (path, directory / "latest.json"):
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(target)  # atomic: a killed run never leaves half a file
+    write_evaluation(target, step, results, meta)
   return path
+
+
+def write_evaluation(path: str | pathlib.Path, step: int, results: dict, meta: dict) -> None:
+  """One results file with its `_meta` entry, written atomically (a killed run never leaves half
+  a file)."""
+  path = pathlib.Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_suffix(".tmp")
+  tmp.write_text(json.dumps({**results, "_meta": dict(meta, step=step)}, indent=1))
+  tmp.replace(path)
+
+
+def evaluation_name(step: int, greedy: bool, per_length: int,
+                    tasks: Sequence[str] | None = None) -> str:
+  """File name of a re-evaluation: the checkpoint step and every setting that changes results,
+  so that evaluations with other settings sit side by side instead of replacing each other."""
+  name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
+  return name + (f"_{'-'.join(tasks)}" if tasks else "") + ".json"
 
 
 def _buckets(results: dict) -> tuple[str, ...]:
@@ -375,11 +389,14 @@ def load_run_config(workdir: str | pathlib.Path):
 
 def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
                         tasks: Sequence[str] | None = None,
-                        per_length: int | None = None) -> tuple[int, dict]:
-  """Evaluates checkpoint `best` / `latest` / STEP of a run; writes eval/step_{N}.json.
+                        per_length: int | None = None, greedy: bool | None = None,
+                        out: str | pathlib.Path | None = None) -> tuple[int, dict, pathlib.Path]:
+  """Evaluates checkpoint `best` / `latest` / STEP of a run; returns (step, results, file).
 
-  The run's config decides the model, text format and evaluation settings; `tasks` and
-  `per_length` override `config.eval`. The mesh is the run's when it fits these devices,
+  The results go to `out`, or to `eval/evaluations/` under `evaluation_name` -- never over the
+  trainer's `eval/step_N.json` / `eval/latest.json`. The run's config decides the model, text
+  format and evaluation settings; `tasks`, `per_length` and `greedy` (greedy decoding, or the
+  config's sampling) override `config.eval`. The mesh is the run's when it fits these devices,
   else all devices data-parallel (a checkpoint restores onto any mesh).
   """
   from nupa_jax import checkpoint as checkpoint_lib  # pylint: disable=g-import-not-at-top
@@ -388,6 +405,8 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   from nupa_jax.training import state as state_lib  # pylint: disable=g-import-not-at-top
 
   config = load_run_config(workdir)
+  if greedy is not None:
+    config.eval.greedy = greedy
   try:
     mesh = sharding_lib.make_mesh(config.mesh.shape)
   except ValueError:
@@ -405,9 +424,12 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   evaluator = Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
                         per_length=per_length)
   results = evaluator.evaluate(spec.graphdef, params)
+  greedy = bool(config.eval.greedy)
+  out = pathlib.Path(out) if out else (pathlib.Path(workdir) / EVAL_DIR / "evaluations" /
+                                       evaluation_name(step, greedy, evaluator.per_length, tasks))
   if jax.process_index() == 0:
-    write_results(workdir, step, results,
+    write_evaluation(out, step, results,
                   {"samples_seen": meta.get("samples_seen"), "checkpoint": checkpoint,
-                   "per_length": evaluator.per_length, "greedy": bool(config.eval.greedy),
+                   "per_length": evaluator.per_length, "greedy": greedy,
                    **skipped_meta(evaluator)})
-  return step, results
+  return step, results, out

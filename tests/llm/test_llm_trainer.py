@@ -78,7 +78,7 @@ def test_lora_run_trains_adapters_only_and_exports_a_transformers_checkpoint(che
                              atol=1e-4 * np.abs(ours).max())
 
   # The evaluator restores the adapted model from the run's checkpoint.
-  step, results = evaluator_lib.evaluate_checkpoint(tmp_path, "latest", per_length=1)
+  step, results, _ = evaluator_lib.evaluate_checkpoint(tmp_path, "latest", per_length=1)
   assert step == STEPS and results["add_int"]["S"]["n"] > 0
 
 

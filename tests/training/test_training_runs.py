@@ -97,12 +97,18 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
             if '"event"' in line]
   assert {"event": "resume", "step": restored} in events
 
-  # The evaluate CLI on the finished run's best checkpoint.
+  # The evaluate CLI on the finished run's latest checkpoint: a file of its own, named by its
+  # settings, and the trainer's results left as they were.
+  def trainer_results():
+    return {p.name: p.read_text() for p in (killed / "eval").glob("*.json")}
+  before = trainer_results()
   result = training_testing.run("nupa_jax.evaluate", [
-      f"--workdir={killed}", "--checkpoint=latest", "--per-length", "3", "--tasks=add_int"],
-      cache=cache)
-  report = json.loads((killed / "eval" / f"step_{total}.json").read_text())
-  assert json.loads((killed / "eval" / "latest.json").read_text()) == report
+      f"--workdir={killed}", "--checkpoint=latest", "--per-length", "3", "--tasks=add_int",
+      "--decoding=greedy"], cache=cache)
+  written = killed / "eval" / "evaluations" / f"step_{total}_greedy_3q_add_int.json"
+  report = json.loads(written.read_text())
+  assert trainer_results() == before
+  assert report["_meta"]["greedy"] is True and report["_meta"]["per_length"] == 3
   assert report["_meta"]["step"] == total and report["_meta"]["samples_seen"] == total * 16
   add = report["add_int"]
   assert sorted(map(int, add["per_digit"])) == [3, 4]
