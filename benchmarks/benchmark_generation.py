@@ -6,7 +6,7 @@
 Per task, one process draws `--per-length` distinct questions at every test length (sample,
 solve, prompt, deduplication: `testset.questions`). `--build` times `benchmark build` of JSONL
 alone and of JSONL + TFDS into a temporary directory, reporting wall and CPU seconds (CPU time
-is the honest number on a shared machine). Targets (issue 2): the full JSONL in <= 2 min on
+is the honest number on a shared machine). Targets: the full JSONL in <= 2 min on
 2 cores, the TFDS export <= 5 min more.
 """
 import argparse

@@ -11,7 +11,7 @@ trainer's default, which the paper keeps), each batch padded to its longest samp
 paper's code does), on the same tokens.
 
 MFU = 6 x parameters x non-padding tokens per second / the card's dense bf16 peak (989
-TFLOP/s for H100 SXM and H200), as the trainer issue defines it.
+TFLOP/s for H100 SXM and H200).
 
   python benchmarks/benchmark_train.py --size=100m --batches=256,1024,4096 --reference
   python benchmarks/benchmark_train.py --size=tiny --batches=64 --steps=5     # CPU smoke run

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One device call: where the 100m train step's time goes (profile_train.py) and what each
-# candidate speed-up buys at the paper's batch of 256, next to the HF reference on the same
-# card. Results go to $OUT (perf.jsonl, profile.jsonl, logs). Run from the repo root on the
-# lent GPU after installing the .whl/ wheels (bash ../shared/device/fetch_wheels.sh).
+# Where the 100m train step's time goes (profile_train.py) and what each candidate speed-up
+# buys at the paper's batch of 256, next to the HF reference on the same card, in one go.
+# Results go to $OUT (perf.jsonl, profile.jsonl, logs). Run from the repository root on a GPU
+# machine with nupa_jax installed (a CUDA jax wheel, and torch + transformers for the reference).
 set -uo pipefail
 OUT=${OUT:-/tmp/nupa_gpu}
 mkdir -p "$OUT"

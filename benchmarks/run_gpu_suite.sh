@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One device call: the trainer's throughput / MFU next to the HF PyTorch reference, and the
-# data pipeline's rate, on the same card. Results (JSON lines and logs) go to $OUT.
-# Run on the lent GPU machine from the repo root, after installing the .whl/ wheels
-# (bash ../shared/device/fetch_wheels.sh prints the install line).
+# The trainer's throughput / MFU next to the HF PyTorch reference, and the data pipeline's
+# rate, on the same card in one go (cards and days differ). Results (JSON lines and logs) go
+# to $OUT. Run from the repository root on a GPU machine with nupa_jax installed (a CUDA jax
+# wheel, and torch + transformers for the reference).
 set -uo pipefail
 OUT=${OUT:-/tmp/nupa_gpu}
 mkdir -p "$OUT"

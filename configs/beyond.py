@@ -1,4 +1,4 @@
-"""Length generalization past the benchmark (issue 11, "Beyond the paper"): integer addition
+"""Length generalization past the benchmark ("beyond the paper"): integer addition
 trained on 1-20 digits and tested to 100 — the benchmark's test lengths up to 20, then every
 `stride`-th length past them (`config.eval.beyond_digits`; 21 always) — one positional encoding
 per run, all under the same text format so that the PEs compare on equal terms.

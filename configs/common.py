@@ -22,22 +22,8 @@ from nupa_jax import sharding
 MESH_RULES = sharding.DEFAULT_RULES
 
 # Per-size training settings. Paper presets: batch from A.4.1, steps = one epoch of 1e7
-# samples for each of the 8 training lengths. `tiny` trades faithfulness for minutes on a CPU,
-# tuned, in the paper's plain text, for exact match on the S bucket after ~2.9x10^5 samples
-# (seeds 0-5, 2 CPU cores a run, 2026-11): batch 32 beat 64 per sample seen (0.88-0.94 vs
-# 0.69-0.78 after 2.6x10^5 samples); lr 4e-4 reached 0.84-0.95 at 9,000 steps where 2e-4 /
-# 3e-4 reached 0.79-0.87, 5e-4 / 6e-4 0.52-0.92 and 1e-3 stalled for some seeds (0.01-0.3);
-# Adam b2 0.98 (0.95 stalled, 0.999 slower). 8,800 steps fit ten minutes with 4 heads of 64
-# (below; ~570 samples/s on 2 cores, 8 min 49 s in all), 4 samples a row the packing they run
-# fastest with (short rows). S-bucket exact match at the end: 0.885 / 0.93 / 0.865 for seeds
-# 0 / 1 / 2. The paper's length mix (`data.length_weights` 1e-5 / 1e-3 / 0.1 / 1 for 1 / 2 /
-# 3 / 4-8 digits; seed 0) reached 0.92 at 8,800 steps but took 10 min 48 s (longer samples,
-# longer rows), and 0.81 at 7,300. Down-weighting only the 1- and 2-digit samples
-# (`length_weights` {"1": 1e-3, "2": 1e-2, "*": 1}, 8,000 steps, 8 min 19 s - 9 min 56 s) gave
-# 0.94 / 0.85 / 0.87 for seeds 0 / 1 / 2: no better on average than the uniform mix; the
-# spread between seeds is larger than either change. A third layer runs 2x slower a step
-# (114 ms). So `tiny` writes numbers units first (`_FORMAT_OVERRIDES`), and then learns
-# 1-8-digit addition outright at 8,000 steps.
+# samples for each of the 8 training lengths. `tiny` is sized for ten minutes on a 2-core CPU;
+# how its settings were chosen, and what else was tried, is in docs/cpu_demo.md.
 _TRAIN = {
     "tiny": dict(steps=8000, batch_size=32, learning_rate=4e-4, warmup_steps=200, b2=0.98,
                  samples_per_row=4, eval_every=0, per_length=100, ckpt_every=1000,

@@ -5,7 +5,7 @@ response, loss on the response only — and score the answer after "So the answe
     --config=configs/rfcot.py                             from scratch: 100M, char tokens
     --config=configs/rfcot.py:size=tiny,tasks=add_int     a CPU-sized variant
     --config=configs/rfcot.py:model=/ckpt/Llama-3.1-8B    finetune a pretrained checkpoint with
-                                                          its own tokenizer.json (issue 9)
+                                                          its own tokenizer.json
 
 Arguments: `model` (`scratch`, or a Hugging Face checkpoint directory), `tokenizer` (`char`,
 `digits` or a tokenizer.json path; from-scratch runs only), `tasks` (`table`: the 22 tasks of
@@ -29,7 +29,7 @@ def get_config(arg: str | None = None):
                          context=2048, per_length=20, seed=0)
   config = common.base(size=arg.size, seed=arg.seed)
   pretrained = arg.model != "scratch"
-  # A pretrained model reads its own tokenizer; issue 9's loader builds the model from the
+  # A pretrained model reads its own tokenizer; the pretrained loader builds the model from the
   # same directory (`config.pretrained`) instead of config.model.
   config.pretrained = arg.model if pretrained else ""
   config.text.tokenizer = {"name": "rfcot", "context": arg.context,

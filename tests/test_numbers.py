@@ -56,7 +56,7 @@ def test_parse_rejects_zero_denominator():
 
 
 @pytest.mark.parametrize("value, repr_name, text", [
-    # Issue 2 / paper A.1 examples.
+    # Paper A.1 examples.
     (F(4), "float", "4.0"),
     (F(103786, 1000), "float", "103.786"),
     (F(2), "frac", "2/1"),

@@ -188,7 +188,7 @@ class Pipeline:
                                                         prefetch_buffer_size=_PREFETCH))
     workers = self.settings.num_workers if num_workers is None else num_workers
     if workers:
-      if not flags.FLAGS.is_parsed():  # grain's workers read absl flags (STACK_NOTES.md)
+      if not flags.FLAGS.is_parsed():  # grain's workers read absl flags (docs/stack_notes.md)
         flags.FLAGS.mark_as_parsed()
       dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
     return dataset

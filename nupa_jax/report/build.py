@@ -54,7 +54,7 @@ def make_report(inputs: list[pathlib.Path], out: pathlib.Path, metric: str = "ex
   slugs = _slugs([g.label for g in groups])
   curved = [g for g in groups if all(len(e.history) >= 2 for e in g.entries)]
   mapped = [g for g in groups if len(g.tasks) > 1 or g.kind == "report"]
-  todo = 1 + len(curved) + len(mapped)
+  todo = 2 + len(curved) + len(mapped)
   done = 0
 
   def draw(what: str, plot: Callable[..., list[pathlib.Path]], *args) -> list[pathlib.Path]:
@@ -67,6 +67,8 @@ def make_report(inputs: list[pathlib.Path], out: pathlib.Path, metric: str = "ex
       metric=metric,
       digits_figure=draw("metric vs digit length", figures.plot_digits, groups,
                          tables.all_tasks(groups), metric, fig_dir / f"digits_{metric}"),
+      losses_figure=draw("losses vs samples seen", figures.plot_losses, groups,
+                         fig_dir / "losses"),
       curves=[(g, draw(f"training curves of {g.label}", figures.plot_curves, g, metric,
                        fig_dir / f"curves_{metric}_{slug}") if g in curved else [])
               for g, slug in zip(groups, slugs)],

@@ -3,6 +3,7 @@ pyplot state), each saved as PNG and SVG.
 
 - metric vs digit length: one panel per task, one line per setting, the trained range shaded;
 - metric vs samples seen: one panel per task, one line per digit length (periodic evals);
+- training and validation loss vs samples seen: one line per setting;
 - tasks x S/M/L/XL heatmap for a mixed run or a scored model.
 
 Seeds of one setting are drawn as their median with a min-max band.
@@ -18,11 +19,13 @@ from matplotlib.figure import Figure
 from nupa_jax.report import scales
 from nupa_jax.report.grouping import Group, panel_labels
 from nupa_jax.report.loading import BUCKETS
-from nupa_jax.report.series import Band, bucket_band, curve_series, digit_series
+from nupa_jax.report.series import (LOSS_SPLITS, Band, bucket_band, curve_series, digit_series,
+                                    loss_series)
 
 FORMATS = ("png", "svg")
 MAX_CURVES = 20  # digit lengths drawn per training-curve panel; the CSV keeps them all
 _PALETTE = [colors.to_hex(c) for c in cm.tab10.colors]
+_LOSS = scales.Scale("loss", "loss", lambda v: v, "viridis", None)  # drawn as logged
 _LEGEND_CHAR_INCHES = 0.06  # a legend character at fontsize 7, estimated (not measured:
                              # measuring text is what makes constrained layout slow)
 
@@ -159,6 +162,41 @@ def plot_curves(group: Group, metric: str, stem: pathlib.Path) -> list[pathlib.P
     _limits(ax, scale)
     ax.grid(alpha=0.3)
     ax.legend(title="digits", fontsize=7, title_fontsize=7)
+  return _save(fig, stem)
+
+
+def plot_losses(groups: list[Group], stem: pathlib.Path) -> list[pathlib.Path]:
+  """Training and validation loss against samples seen (or step): a panel per loss, a line per
+  setting, its seeds as a min-max band; on a log axis, since losses fall by orders of magnitude.
+  [] when no run logged a loss."""
+  panels = {split: [(g, loss_series(g, split)) for g in groups] for split in LOSS_SPLITS}
+  panels = {split: [(g, s) for g, s in lines if s] for split, lines in panels.items()}
+  panels = {split: lines for split, lines in panels.items() if lines}
+  if not panels:
+    return []
+  fig, axes = _panels(len(panels))
+  labels = panel_labels(groups)
+  palette = {id(g): _PALETTE[i % len(_PALETTE)] for i, g in enumerate(groups)}
+  legend = {id(g): label if len(g.entries) == 1 else f"{label} ({g.replicas})"
+            for g, label in zip(groups, labels)}
+  # One x axis for both panels (samples seen unless some point lacks it), so that a run's
+  # validation points line up with its training curve.
+  by_samples = all(seen is not None for lines in panels.values() for _, series in lines
+                   for _, seen, _ in series)
+  for ax, (split, lines) in zip(axes, panels.items()):
+    for group, series in lines:
+      _draw(ax, [seen if by_samples else step for step, seen, _ in series],
+            [b for _, _, b in series], _LOSS, palette[id(group)], legend[id(group)],
+            len(group.entries) > 1, marker="o" if split == "val" else None)
+    if all(b.lo > 0 for _, series in lines for _, _, b in series if b.n):
+      ax.set_yscale("log")
+    ax.set(title=LOSS_SPLITS[split], xlabel="samples seen" if by_samples else "training step",
+           ylabel="loss")
+    ax.grid(alpha=0.3)
+  lo, hi = min(ax.get_xlim()[0] for ax in axes), max(ax.get_xlim()[1] for ax in axes)
+  for ax in axes:
+    ax.set_xlim(lo, hi)
+  _legend_beside(fig, axes[0])
   return _save(fig, stem)
 
 

@@ -17,6 +17,7 @@ class Artifacts:
   """What a report wrote, for the index to show: figure files come as [png, svg]."""
   metric: str
   digits_figure: list[pathlib.Path]
+  losses_figure: list[pathlib.Path]  # [] when no run logged a loss
   curves: list[tuple[Group, list[pathlib.Path]]]  # [] for a setting without periodic evals
   heatmaps: list[tuple[Group, list[pathlib.Path]]]
   run_tables: dict[str, pathlib.Path]
@@ -76,6 +77,12 @@ def write_index(out: pathlib.Path, entries: list[Entry], groups: list[Group],
           f"## {title.capitalize()} vs digit length\n",
           "One panel per task, one line per setting; the shaded band is the trained range.\n",
           _figure(out, art.digits_figure, f"{title} vs digit length", art.series["digits_csv"])]
+  if art.losses_figure:
+    text += ["## Training and validation loss vs samples seen\n",
+             "One line per setting: the training loss of each logged step and the validation "
+             "loss of each evaluation.\n",
+             _figure(out, art.losses_figure, "training and validation loss vs samples seen",
+                     art.series["losses_csv"])]
   drawn = [(g, files) for g, files in art.curves if files]
   missing = [g.label for g, files in art.curves if not files]
   text.append(f"## {title.capitalize()} vs samples seen\n")

@@ -2,8 +2,9 @@
 
 Three kinds of input feed a report, all written by other packages:
 
-- a training workdir: `config.json`, `eval/latest.json`, `eval/step_{N}.json` (periodic evals)
-  and `train_metrics.jsonl` (maps steps to samples seen when an eval lacks `_meta`);
+- a training workdir: `config.json`, `eval/latest.json`, `eval/step_{N}.json` (periodic evals,
+  validation loss in `_meta.val_loss`) and `train_metrics.jsonl` (training loss and samples
+  seen per logged step; `eval` events with the validation loss);
 - a sweep folder: run workdirs as subfolders, optionally a `sweep.json` naming them and the
   grid arguments each was launched with;
 - a `benchmark score` REPORT.json: the same per-task layout without a config or history.
@@ -56,6 +57,21 @@ class Evaluation:
   meta: dict[str, Any]  # the file's `_meta` object ({} if none)
 
 
+@dataclasses.dataclass(frozen=True)
+class LossPoint:
+  """A loss at one step: the training loss of a logged step or a validation loss."""
+  step: int
+  samples_seen: float | None  # None when the run's log does not reach this step
+  loss: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Losses:
+  """A run's loss curves, ordered by step (empty for scored reports and unlogged runs)."""
+  train: tuple[LossPoint, ...] = ()
+  val: tuple[LossPoint, ...] = ()
+
+
 @dataclasses.dataclass
 class Entry:
   """One run or one scored report: its settings, its final results and its eval history."""
@@ -67,6 +83,7 @@ class Entry:
   final: Evaluation
   history: list[Evaluation]  # periodic evals ordered by step; may be empty
   train_digits: dict[str, tuple[int, int]]  # task -> trained digit range, for shading
+  losses: Losses = Losses()
 
 
 def read_json(path: pathlib.Path) -> Any:
@@ -151,28 +168,55 @@ def read_evaluation(path: pathlib.Path, step: int | None = None) -> Evaluation:
   return Evaluation(source=path, step=step, samples_seen=seen, tasks=tasks, meta=meta)
 
 
-def read_train_metrics(path: pathlib.Path) -> list[tuple[int, float]]:
-  """(step, samples_seen) of each logged step; events and a torn last line are skipped."""
+def read_train_log(path: pathlib.Path) -> list[dict[str, Any]]:
+  """The JSON objects of a run's `train_metrics.jsonl`, logged steps and events alike; a torn
+  last line (a run killed mid-write) is skipped; [] when the file is absent."""
   if not path.exists():
     return []
   try:
     lines = path.read_text().splitlines()
   except (OSError, UnicodeDecodeError) as e:
     raise ReportError(f"cannot read {path}: {e}") from e
-  points = {}
+  records = []
   for number, line in enumerate(lines, 1):
     if not line.strip():
       continue
     try:
       record = json.loads(line)
     except json.JSONDecodeError as e:
-      if number == len(lines):  # a run killed mid-write leaves a partial last line
+      if number == len(lines):
         continue
       raise ReportError(f"{path}:{number} is not valid JSON ({e})") from e
-    if isinstance(record, dict) and "event" not in record and isinstance(
-        record.get("step"), int) and isinstance(record.get("samples_seen"), (int, float)):
-      points[record["step"]] = float(record["samples_seen"])
-  return sorted(points.items())
+    if isinstance(record, dict):
+      records.append(record)
+  return records
+
+
+def _is_number(value: Any) -> bool:
+  return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _logged(records: list[dict[str, Any]], field: str) -> dict[int, float]:
+  """{step: value of `field`} of the logged steps (not events); a resumed run's repeated
+  steps keep their last value."""
+  return {r["step"]: float(r[field]) for r in records
+          if "event" not in r and isinstance(r.get("step"), int) and _is_number(r.get(field))}
+
+
+def _losses(records: list[dict[str, Any]], history: list[Evaluation],
+            points: list[tuple[int, float]]) -> Losses:
+  """Training loss per logged step; validation loss per evaluation, from the eval files'
+  `_meta.val_loss` or else the log's `eval` events (runs that evaluate no test questions
+  write no eval file)."""
+  train = tuple(LossPoint(step, _samples_at(step, points), loss)
+                for step, loss in sorted(_logged(records, "loss").items()))
+  val = {r["step"]: LossPoint(r["step"], _samples_at(r["step"], points), float(r["val_loss"]))
+         for r in records if r.get("event") == "eval" and isinstance(r.get("step"), int)
+         and _is_number(r.get("val_loss"))}
+  for e in history:
+    if e.step is not None and _is_number(e.meta.get("val_loss")):
+      val[e.step] = LossPoint(e.step, e.samples_seen, float(e.meta["val_loss"]))
+  return Losses(train=train, val=tuple(val[s] for s in sorted(val)))
 
 
 def _samples_at(step: int, points: list[tuple[int, float]]) -> float | None:
@@ -224,7 +268,8 @@ def load_workdir(path: pathlib.Path, args: dict[str, Any] | None = None,
   final = read_evaluation(latest) if latest.is_file() else history[-1]
   if final.step is not None and final.step not in {e.step for e in history}:
     history = sorted(history + [final], key=lambda e: e.step)
-  points = read_train_metrics(path / "train_metrics.jsonl")
+  records = read_train_log(path / "train_metrics.jsonl")
+  points = sorted(_logged(records, "samples_seen").items())
   history = [e if e.samples_seen is not None or e.step is None
              else dataclasses.replace(e, samples_seen=_samples_at(e.step, points))
              for e in history]
@@ -240,7 +285,8 @@ def load_workdir(path: pathlib.Path, args: dict[str, Any] | None = None,
   except ValueError as e:
     raise ReportError(f"{config_path}: {e}") from None
   return Entry(name=name or path.name, kind="run", path=path, config=config, args=args,
-               final=final, history=history, train_digits=ranges)
+               final=final, history=history, train_digits=ranges,
+               losses=_losses(records, history, points))
 
 
 def load_report(path: pathlib.Path) -> Entry:

@@ -67,3 +67,22 @@ def curve_series(group: Group, task: str,
                 {d: band([e.tasks[task].per_digit[d][metric] for e in evals
                           if d in e.tasks[task].per_digit]) for d in digits}))
   return out if len(out) >= 2 else []
+
+
+LOSS_SPLITS = {"train": "training loss", "val": "validation loss"}
+
+
+def loss_series(group: Group, split: str) -> list[tuple[int, float | None, Band]]:
+  """(step, samples seen, loss band over seeds) at each step that every seed logged; `split`
+  is `train` (logged steps) or `val` (evaluations). Samples seen is the seeds' median, or None
+  when any seed's log does not reach that step (then plot by step)."""
+  by_step = [{p.step: p for p in getattr(e.losses, split)} for e in group.entries]
+  if not all(by_step):
+    return []
+  out = []
+  for step in sorted(set.intersection(*(set(s) for s in by_step))):
+    points = [s[step] for s in by_step]
+    seen = [p.samples_seen for p in points]
+    out.append((step, None if None in seen else statistics.median(seen),
+                band([p.loss for p in points])))
+  return out

@@ -12,8 +12,8 @@ from typing import Any
 from nupa_jax.report import scales
 from nupa_jax.report.grouping import Group
 from nupa_jax.report.loading import BUCKETS, METRICS, Entry
-from nupa_jax.report.series import (PPD, WLD, bucket_band, curve_series, digit_series,
-                                    digits_band)
+from nupa_jax.report.series import (LOSS_SPLITS, PPD, WLD, bucket_band, curve_series,
+                                    digit_series, digits_band, loss_series)
 
 Row = list[Any]
 DIGIT_COLUMNS = [f"{short}_{m}" for m in METRICS for short in ("wld", "ppd")]
@@ -116,16 +116,22 @@ def comparison_table(groups: list[Group], metric: str,
 
 def series_tables(groups: list[Group], metric: str,
                   out: pathlib.Path) -> dict[str, pathlib.Path]:
-  """The data behind the figures: per-digit final results and training curves, with bands."""
+  """The data behind the figures: per-digit final results, training curves and losses, with
+  bands."""
   stats = ["median", "min", "max", "seeds"]
   digits = [[g.label, task, d, b.median, b.lo, b.hi, b.n]
             for g in groups for task in g.tasks for d, b in digit_series(g, task, metric)]
   curves = [[g.label, task, d, step, seen, b.median, b.lo, b.hi, b.n]
             for g in groups for task in g.tasks
             for step, seen, bands in curve_series(g, task, metric) for d, b in bands.items()]
+  losses = [[g.label, split, step, seen, b.median, b.lo, b.hi, b.n]
+            for split in LOSS_SPLITS for g in groups
+            for step, seen, b in loss_series(g, split)]
   return {
       "digits_csv": write_csv(out / f"digits_{metric}.csv", ["line", "task", "digits", *stats],
                               digits),
       "curves_csv": write_csv(out / f"curves_{metric}.csv",
                               ["line", "task", "digits", "step", "samples_seen", *stats], curves),
+      "losses_csv": write_csv(out / "losses.csv",
+                              ["line", "loss", "step", "samples_seen", *stats], losses),
   }

@@ -1,6 +1,6 @@
 """Elementary arithmetic tasks: add, sub, multiply (hard / easy), truediv, floordiv, mod.
 
-Sampling follows paper A.1.6 and `official_nupa/GENERATION.md`; all are 20-digit-tier tasks.
+Sampling follows paper A.1.6 and docs/official_data.md; all are 20-digit-tier tasks.
 - add (sci): the second exponent moves to within +-5 of the first (exponents stay below the
   largest one), drawn from the sample's rng (the official offset is seeded by b's digits).
 - add_easy (frac): the shorter fraction (the first one on a tie) is cut to at most 3 digits in

@@ -1,4 +1,4 @@
-"""Comparison tasks: max, min and their hard variants (paper A.1.6, GENERATION.md).
+"""Comparison tasks: max, min and their hard variants (paper A.1.6, docs/official_data.md).
 
 - max / min: a plain pair; fractions above 1 are inverted so that both lie in [0, 1] and
   comparing with 1 does not give the answer away. Fractions are a 20-digit task, the rest 100.

@@ -6,7 +6,7 @@ all L-digit integers for any L (numpy's own `integers` stops at 64 bits). A bit-
 costs well under a microsecond and one draw yields a whole number (several uniform fields are
 packed into one draw by mixed radix), so a question costs a handful of calls, not one per digit.
 
-Lengths and shapes follow the official generator (`official_nupa/GENERATION.md`):
+Lengths and shapes follow the official generator (docs/official_data.md):
 - int of length L: uniform over L-digit integers (L = 1: 0-9);
 - float: decimal part of exactly L digits with a nonzero last digit; integer part of d digits,
   d uniform in 1..L, never 0 (so floats are >= 1 and their longest part is the decimal one);

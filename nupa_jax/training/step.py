@@ -1,7 +1,7 @@
 """Pure training and evaluation steps, jitted with explicit shardings.
 
 The model and optimizer are split once into a static graphdef and a state pytree; each step
-merges them inside `jax.jit` and returns the new state (DESIGN.md), so the state can be
+merges them inside `jax.jit` and returns the new state (docs/design.md), so the state can be
 donated and every leaf keeps the sharding it was created with. The loss is the mean token
 cross-entropy over the answer tokens (and EOS) of the whole global batch: the same number
 whatever the mesh, which is what the sharding-equivalence test checks.

@@ -17,7 +17,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH = ROOT / "launch"
-SCRIPTS = [LAUNCH / "local.sh", LAUNCH / "tpu_pod.sh", LAUNCH / "gpu_slurm.sbatch"]
+SCRIPTS = [LAUNCH / "local.sh", LAUNCH / "tpu_pod.sh", LAUNCH / "gpu_slurm.sbatch",
+           LAUNCH / "run_on_gpus.sh", LAUNCH / "collect.sh"]
 # Arguments that break naive quoting on their way through gcloud, ssh and bash -c.
 TRICKY_ARGS = ["--config=configs/pe.py:pe=alibi,size=tiny", "--workdir=/mnt/runs/it's a run",
                '--config.eval.digits=(1, 20)', "--config.data.tasks={'add_int': 1.0}", "$HOME"]

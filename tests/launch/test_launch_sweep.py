@@ -42,7 +42,7 @@ def _calls(tmp_path: pathlib.Path) -> list[str]:
   return path.read_text().splitlines() if path.exists() else []
 
 
-def test_print_expands_the_issue_grid_in_order():
+def test_print_expands_the_grid_in_order():
   result = _sweep("--config=configs/pe.py", "--runner=print", "--out=runs/s", "--python=py",
                   "--grid", "pe=rope,nope,alibi;task=add_int,add_float;seed=0,1,2")
   assert result.returncode == 0, result.stderr

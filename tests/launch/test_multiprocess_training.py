@@ -1,6 +1,6 @@
 """One run, two process layouts: 1 process x N CPU devices and 2 processes x N/2 devices.
 
-Driven end to end by launch/local.sh and `python -m nupa_jax.train` (issue 7, item 3): the same
+Driven end to end by launch/local.sh and `python -m nupa_jax.train`: the same
 config and global batch must give the same losses step by step and the same evaluation
 (sharded over the processes, gathered by process 0); a checkpoint written by 2 processes must
 resume in 1 and vice versa, data position included, continuing with the losses of the

@@ -1,4 +1,4 @@
-"""docs/results/run_on_gpus.sh (one queue of sweeps per GPU, a shared deadline, one archive)
+"""launch/run_on_gpus.sh (one queue of sweeps per GPU, a shared deadline, one archive)
 and collect.sh (finished runs into an experiment folder).
 
 No GPU or training here: `nvidia-smi` is a stand-in that lists two GPUs and the sweep files
@@ -15,7 +15,8 @@ import tarfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "docs" / "results" / "run_on_gpus.sh"
+SCRIPT = ROOT / "launch" / "run_on_gpus.sh"
+COLLECT = ROOT / "launch" / "collect.sh"
 
 
 def _executable(path: pathlib.Path, text: str) -> None:
@@ -115,8 +116,8 @@ exec {sys.executable} "$@"
   experiment = f"_test_collect_{os.getpid()}"
   out = ROOT / "docs" / "results" / experiment
   try:
-    result = subprocess.run(["bash", str(ROOT / "docs" / "results" / "collect.sh"), experiment,
-                             str(sweep)], env=dict(os.environ, PYTHON=str(python)),
+    result = subprocess.run(["bash", str(COLLECT), experiment, str(sweep)],
+                            env=dict(os.environ, PYTHON=str(python)),
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "skipping b (interrupted)" in result.stderr
@@ -127,8 +128,8 @@ exec {sys.executable} "$@"
     assert call[3] == f"docs/results/{experiment}/runs/a"  # checkout-relative paths
     other = tmp_path / "exp_other"  # another sweep that also finished a run named a
     shutil.copytree(sweep, other)
-    result = subprocess.run(["bash", str(ROOT / "docs" / "results" / "collect.sh"), experiment,
-                             str(sweep), str(other)], env=dict(os.environ, PYTHON=str(python)),
+    result = subprocess.run(["bash", str(COLLECT), experiment, str(sweep), str(other)],
+                            env=dict(os.environ, PYTHON=str(python)),
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert f"{sweep} and {other} both hold run a" in result.stderr
@@ -145,3 +146,11 @@ def test_an_item_can_take_several_gpus(machine):
   assert result.returncode == 0, result.stderr
   assert (root / "exp_3/run/eval/latest.json").read_text() == "gpu=0,1 tasks= seeds=3\n"
   assert "GPU 0,1: exp_3 exited with status 0" in result.stdout
+
+
+def test_sweeps_are_looked_up_in_docs_results_by_default(machine):
+  tmp_path, env = machine
+  del env["SWEEPS_DIR"]
+  result = _run(env, "60", str(tmp_path / "r"), str(tmp_path / "a.tgz"), "no_such_experiment")
+  assert result.returncode == 1
+  assert f"no sweep file {ROOT}/docs/results/no_such_experiment\n" in result.stderr

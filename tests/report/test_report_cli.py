@@ -58,7 +58,7 @@ MIXED = "pe=rope, task=add_int+max_int"
 def check_expected_files_and_index_links(report):
   _, out = report
   figures = {p.name for p in (out / "figures").iterdir()}
-  for stem in ("digits_exact_match", "curves_exact_match_pe-rope-task-add_int",
+  for stem in ("digits_exact_match", "losses", "curves_exact_match_pe-rope-task-add_int",
                "curves_exact_match_pe-alibi-task-add_int", "heatmap_exact_match_llama-3.1-8b"):
     assert {f"{stem}.png", f"{stem}.svg"} <= figures
   assert (out / "figures" / "digits_exact_match.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -149,8 +149,8 @@ def check_figure_data_has_seed_median_min_max(report):
 def test_report_end_to_end(tmp_path, capsys):
   """One report build checked from every side (drawing is the slow part: build it once)."""
   report = make_inputs_and_report(tmp_path)
-  progress = capsys.readouterr().err  # 1 digit figure, 2 training curves, 2 heatmaps
-  assert "[report] 6 runs in 4 settings" in progress and "figure 5/5: heatmap" in progress
+  progress = capsys.readouterr().err  # digits, losses, 2 training curves, 2 heatmaps
+  assert "[report] 6 runs in 4 settings" in progress and "figure 6/6: heatmap" in progress
   check_expected_files_and_index_links(report)
   check_final_eval_only_run_gets_its_figures(report)
   check_run_tables_equal_the_json(report)

@@ -1,8 +1,9 @@
-"""Conformance with the official NUPA questions (../shared/official_nupa/test_sub100.json.gz).
+"""Conformance with the official NUPA questions (the file named by NUPA_OFFICIAL_DATA; see
+docs/official_data.md).
 
-Every official question is parsed, its prompt rebuilt byte for byte, its length recomputed and
-its answer re-solved. The only answers allowed to differ are the sig-fig cases where the
-official rounding (emulated below from the data's README) differs from round half up; there
+Every official question is parsed, its prompt rebuilt byte for byte, its length recomputed and its
+answer re-solved. The only answers allowed to differ are the sig-fig cases where the official
+rounding (emulated below as docs/official_data.md describes it) differs from round half up; there
 nupa_jax must give round half up. Then the sampling distributions are compared with the official
 ones, question for question at the same lengths, within 5 standard errors.
 """

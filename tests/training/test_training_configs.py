@@ -47,7 +47,7 @@ def test_parse_arg_rejects_a_badly_typed_value():
     common.parse_arg("steps=many", steps=1)
 
 
-def test_fields_the_issue_names_exist_for_every_size():
+def test_run_fields_exist_for_every_size():
   for size in common.SIZES:
     c = common.base(size)
     assert c.train.steps > 0 and c.train.log_every > 0 and c.checkpoint.every > 0

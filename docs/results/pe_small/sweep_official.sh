@@ -9,7 +9,7 @@
 #   docs/results/pe_small/sweep_official.sh SWEEP_DIR [extra launch/sweep.py flags]
 #
 # TASKS and PES (default rope,nope,alibi_nupa) select a part of the grid. Its runs share
-# sweep.sh's run names: collect them apart, `docs/results/collect.sh pe_small/official DIR...`.
+# sweep.sh's run names: collect them apart, `launch/collect.sh pe_small/official DIR...`.
 set -euo pipefail
 PES=${PES:-rope,nope,alibi_nupa} exec "$(dirname "$0")/sweep.sh" \
   "${1:?usage: sweep_official.sh SWEEP_DIR [sweep.py flags]}" \

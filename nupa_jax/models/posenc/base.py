@@ -7,9 +7,9 @@ implements only the hooks it needs; the defaults do nothing, so NoPE implements 
   inputs, once per forward pass (random positions, Abacus / coupling offsets);
 - `embed(x, features)`: add a learned embedding to the token embeddings (absolute, Abacus);
 - `rotary(positions)`: (cos, sin) tables in Hugging Face Llama's rotate-half layout, applied to
-  queries and keys by `apply_rotary` in every layer (RoPE). DESIGN.md sketches this hook as
-  `rotate(q, k, positions)`; returning the tables lets the model compute them once per pass
-  instead of once per layer inside the scan over layers;
+  queries and keys by `apply_rotary` in every layer (RoPE). Tables rather than a
+  `rotate(q, k, positions)` hook let the model compute them once per pass instead of once per
+  layer inside the scan over layers;
 - `attention_bias(q_pos, k_pos)`: float32[B, heads, Tq, Tk] added to attention logits
   (ALiBi, FIRE).
 

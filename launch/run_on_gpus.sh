@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
-# Runs experiment sweeps on the GPUs of one machine within a time limit, one queue of sweeps
-# per GPU, then archives what they wrote (no checkpoints, no TensorBoard files): how
-# docs/results/ is filled from a lent GPU machine whose commands are cut after a few minutes.
-# A run cut by the limit is stopped with SIGTERM (the sweep records it as interrupted, with its
-# time so far); the same command run again with the same ROOT, while ROOT's checkpoints are
-# still there, skips finished runs and resumes the cut ones.
+# Runs queues of experiment sweeps on the GPUs of one machine under a wall-clock deadline, one
+# queue per GPU, then archives what they wrote (no checkpoints, no TensorBoard files): what a
+# SLURM job or any other allocation with a time limit needs. A run still going at the deadline
+# is stopped with SIGTERM (its sweep records it as interrupted, with its time so far); the same
+# command run again with the same ROOT, while ROOT's checkpoints are still there, skips
+# finished runs and resumes the cut ones, so a long queue can span several allocations.
 #
-#   docs/results/run_on_gpus.sh SECONDS ROOT ARCHIVE "QUEUE for GPU 0" ["QUEUE for GPU 1" ...]
+#   launch/run_on_gpus.sh SECONDS ROOT ARCHIVE "QUEUE for GPU 0" ["QUEUE for GPU 1" ...]
 #
 # A QUEUE is `;`-separated sweeps, each `[VAR=VALUE ...] SWEEP`: SWEEP is an experiment folder
-# here (its sweep.sh) or a sweep file under it, VAR=VALUE the sweep file's selectors. Each
-# writes ROOT/NAME, NAME made of the experiment, the sweep file's name if not sweep.sh, and
-# the selector values, e.g.
-#   docs/results/run_on_gpus.sh 540 /tmp/r "$OUT/results.tgz" \
+# of SWEEPS_DIR (its sweep.sh) or a sweep file under it, VAR=VALUE the sweep file's selectors.
+# Each writes ROOT/NAME, NAME made of the experiment, the sweep file's name if not sweep.sh,
+# and the selector values, e.g.
+#   launch/run_on_gpus.sh 540 /tmp/r /tmp/results.tgz \
 #     "PES=abacus,coupled beyond; tokenizers" \
 #     "TASKS=add_int SEEDS=0 rope_cliff"
 # gives /tmp/r/beyond_abacus-coupled, /tmp/r/tokenizers (GPU 0), /tmp/r/rope_cliff_add_int_0
-# (GPU 1); `docs/results/collect.sh EXPERIMENT FOLDER...` takes them from there.
+# (GPU 1); `launch/collect.sh EXPERIMENT FOLDER...` takes them from there.
 # An item may set CUDA_VISIBLE_DEVICES itself (a run over several GPUs; the other queues must
-# then name theirs too). SWEEPS_DIR (default: this folder) is where SWEEP names are looked up;
-# a sweep does not start with MIN_SECONDS (default 30) or less left. Exit status 1 when a
-# sweep failed (a run in it failed) or does not exist; one cut by the deadline has not failed.
+# then name theirs too). SWEEPS_DIR (default: the repository's docs/results) is where SWEEP
+# names are looked up; a sweep does not start with MIN_SECONDS (default 30) or less left. Exit
+# status 1 when a sweep failed (a run in it failed) or does not exist; one cut by the deadline
+# has not failed.
 set -uo pipefail
 seconds=${1:?usage: run_on_gpus.sh SECONDS ROOT ARCHIVE QUEUE [QUEUE ...]}
 root=${2:?missing ROOT}
 archive=${3:?missing ARCHIVE}
 shift 3
 [ $# -gt 0 ] || { echo "run_on_gpus.sh: no queues given" >&2; exit 2; }
-here=${SWEEPS_DIR:-$(cd "$(dirname "$0")" && pwd)}
+here=${SWEEPS_DIR:-$(cd "$(dirname "$0")/../docs/results" && pwd)}
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$#" -gt "$gpus" ]; then
   echo "run_on_gpus.sh: $# queues but $gpus GPUs" >&2

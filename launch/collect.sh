@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Copies the finished runs (status done in sweep.json: a run cut after a periodic
-# evaluation has an eval/latest.json too) of one or more sweep folders into an experiment
-# folder here, without checkpoints: each run's config.json, train_metrics.jsonl and eval/ go
-# to EXP/runs/NAME, its log to EXP/logs/, each sweep's sweep.json to EXP/sweeps/SWEEP.json;
-# then regenerates the experiment's report (figures, tables, index.md; with EXP/paper.json
-# when present). Two sweeps of one call holding a finished run of the same name are refused.
+# Copies the finished runs (status done in sweep.json: a run cut after a periodic evaluation
+# has an eval/latest.json too) of one or more sweep folders, e.g. those launch/run_on_gpus.sh
+# wrote, into an experiment folder of the repository's docs/results, without checkpoints: each
+# run's config.json, train_metrics.jsonl and eval/ go to EXP/runs/NAME, its log to EXP/logs/,
+# each sweep's sweep.json to EXP/sweeps/SWEEP.json; then regenerates the experiment's report
+# (figures, tables, index.md; with EXP/paper.json when present). Two sweeps of one call holding
+# a finished run of the same name are refused.
 #
-#   docs/results/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
+#   launch/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
 set -euo pipefail
 exp=${1:?usage: collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]}
 shift
 [ $# -gt 0 ] || { echo "collect.sh: no sweep folders given" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-out="$here/$exp"
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out="$repo/docs/results/$exp"
 for sweep in "$@"; do
   [ -f "$sweep/sweep.json" ] || { echo "collect.sh: $sweep has no sweep.json" >&2; exit 2; }
 done
@@ -43,7 +44,7 @@ while IFS=$'\t' read -r sweep name; do
     "$out/runs/$name/"
   if [ -f "$sweep/logs/$name.log" ]; then cp "$sweep/logs/$name.log" "$out/logs/"; fi
 done <<<"$runs"
-cd "$here/../.."
+cd "$repo"
 # The report names runs by their path: keep it relative to the checkout.
 rel=$(realpath --relative-to=. "$out")
 paper=()
