@@ -2,7 +2,7 @@
 
 Digit text and from-scratch models register with `nupa_jax.text` and `nupa_jax.models`, which
 every run imports; RF-CoT traces and pretrained checkpoints register with their packages, which
-the command lines (train, evaluate) import through this module.
+the trainer and `saved_run` (evaluate) import through this module.
 """
 from nupa_jax import llm
 from nupa_jax import models

@@ -9,10 +9,11 @@ and the one model source that claim its config:
     text modes     digits (nupa_jax.text), rfcot (nupa_jax.rfcot), hf (nupa_jax.llm)
     model sources  scratch (nupa_jax.models), pretrained (nupa_jax.llm)
 
-Each package registers its plug-ins when imported; `nupa_jax.plugins` imports them all for the
-command lines. The data pipeline, the evaluator and the trainer call `resolve(config)` once and
-use what it returns; none of them tests for a kind of run. This module imports nothing of
-nupa_jax, so every layer may use it, and a new kind of run is one package that registers here.
+Each package registers its plug-ins when imported; `nupa_jax.plugins` imports them all (the
+trainer and `saved_run` import it). The trainer and the evaluator call `resolve(config)` once
+and use what it returns, the data pipeline `text_mode(config)`; none of them tests for a kind of
+run. This module imports nothing of nupa_jax, so every layer may use it, and a new kind of run
+is one package that registers here.
 """
 from __future__ import annotations
 
@@ -112,10 +113,13 @@ def _one(registry: dict, config, what: str, setting: str):
                    "registers it (nupa_jax.plugins imports them all)")
 
 
+def text_mode(config) -> TextMode:
+  """The one registered text mode that claims `config` (all the data layer needs)."""
+  return _one(_TEXT_MODES, config, "text mode",
+              f"config.text.tokenizer name {_tokenizer_name(config)!r}")
+
+
 def resolve(config) -> RunMode:
   """The RunMode of `config`: exactly one text mode and one model source must claim it."""
-  return RunMode(
-      _one(_TEXT_MODES, config, "text mode",
-           f"config.text.tokenizer name {_tokenizer_name(config)!r}"),
-      _one(_MODEL_SOURCES, config, "model source",
-           f"config.pretrained={config.get('pretrained') or ''!r}"))
+  return RunMode(text_mode(config), _one(_MODEL_SOURCES, config, "model source",
+                                         f"config.pretrained={config.get('pretrained') or ''!r}"))

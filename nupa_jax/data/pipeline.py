@@ -35,9 +35,9 @@ _ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a 
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
-  """The encoder of the config's text mode (`runmode.resolve`): digit text by default, RF-CoT
-  traces or a pretrained checkpoint's prompts where those packages are imported."""
-  return runmode.resolve(config).text.encoder(config)
+  """The encoder of the config's text mode (`runmode.text_mode`): digit text by default,
+  RF-CoT traces or a pretrained checkpoint's prompts where those packages are imported."""
+  return runmode.text_mode(config).encoder(config)
 
 
 class BatchIterator(Iterator[dict[str, Any]]):

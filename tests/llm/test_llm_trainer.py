@@ -17,7 +17,6 @@ from nupa_jax import rfcot
 from nupa_jax import saved_run
 from nupa_jax import sharding
 from nupa_jax.benchmark import testset
-from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.llm import finetune
 from nupa_jax.models import lora
