@@ -35,7 +35,7 @@ from configs import pe as pe_configs
 from nupa_jax import data as data_lib
 from nupa_jax import models
 from nupa_jax.training import optimizer as optimizer_lib
-from nupa_jax.training import state as state_lib
+from nupa_jax.models import state as state_lib
 from nupa_jax.training import step as step_lib
 from nupa_jax import sharding as sharding_lib
 

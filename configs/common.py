@@ -5,7 +5,7 @@ its ablation varies, so a diff between two configs is exactly the experiment's v
 per-size training settings follow the paper (Appendix A.4.1: AdamW, lr 5e-5, weight decay 0.01,
 cosine decay, batch 256 / 64 / 32 for 0.1B / 0.9B / 3B, one epoch of 1e7 samples per length);
 `tiny` is sized instead to learn integer addition on a 2-core laptop CPU in under ten minutes
-(8,000 steps of 32 samples, ~57 ms a step, numbers written units first; see `_TRAIN`).
+(8,000 steps of 32 samples, numbers written units first; see `_TRAIN`).
 """
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
     raise ValueError(f"unknown size {size!r}; known: {', '.join(SIZES)}")
   t = _TRAIN[size]
   c = ml_collections.ConfigDict()
-  c.seed = seed
+  c.seed = seed  # the run's seed: model initialisation, training-time randomness and the data
   # `config.init_from`: another run's workdir (its latest checkpoint) or a checkpoint step
   # directory; its model parameters start this run (the optimizer and data start fresh).
   c.init_from = ""
@@ -144,12 +144,10 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.data.samples_per_row = t.get("samples_per_row", c.data.samples_per_row)
   c.data.tasks = {"add_int": 1.0}
   c.data.train_digits = (1, 8)
-  c.data.seed = seed
 
   c.train = ml_collections.ConfigDict()
   c.train.steps = t["steps"]
-  c.train.batch_size = t["batch_size"]  # samples per step (the paper's); config.data.batch_size
-                                       # (0 = this) is what the pipeline reads
+  c.train.batch_size = t["batch_size"]  # samples per step (the paper's), as the pipeline batches
   c.train.log_every = t["log_every"]
   c.train.optimizer = "adamw"
   c.train.learning_rate = t["learning_rate"]
@@ -170,8 +168,8 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.eval.digits = (1, 20)  # evaluated lengths (intersected with each task's test lengths)
   c.eval.beyond_digits = ()  # lengths past each task's benchmark range (int / float tasks)
   c.eval.tasks = ()  # () = the training tasks
-  c.eval.test_dir = ""  # "" = regenerate the frozen test set in memory from eval.test_seed
-  c.eval.test_seed = 0  # the benchmark's seed (`benchmark build --seed`)
+  c.eval.test_dir = ""  # "" = regenerate the frozen test set in memory from data.test_seed, the
+                        # benchmark's seed (`benchmark build --seed`)
   c.eval.batch_size = 256  # prompts per generation batch
   c.eval.greedy = True  # False: the paper's sampling below
   c.eval.temperature = 0.6

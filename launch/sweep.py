@@ -8,7 +8,7 @@ The grid is the product of its `key=v1,v2,...` groups (`;`-separated), in the or
 A key is one of:
   - a config argument of the family (`pe`, `task`, `size`): appended to --config's argument
     string (`configs/pe.py:size=tiny,pe=rope,task=add_int`);
-  - `seed`: the run's seed, `--config.seed=N --config.data.seed=N` (model init and data);
+  - `seed`: the run's seed, `--config.seed=N` (model init and data);
   - a dotted config field (`train.learning_rate`): `--config.train.learning_rate=V`.
 Extra `--config.a.b=v` flags go to every run. Each run trains in SWEEP_DIR/NAME (NAME built
 from its grid values, e.g. `pe-rope_task-add_int_seed-0`) with `PY -m nupa_jax.train`.
@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 
-SEED_FLAGS = ("--config.seed", "--config.data.seed")
+SEED_FLAGS = ("--config.seed",)
 SWEEP_FILE = "sweep.json"
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 

@@ -13,7 +13,8 @@ from absl import flags
 from absl import logging
 
 from nupa_jax import distributed
-from nupa_jax.evaluation import evaluator
+from nupa_jax import saved_run
+from nupa_jax.evaluation import results as results_lib
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "a training run's directory")
 _CHECKPOINT = flags.DEFINE_string("checkpoint", "best",
@@ -39,14 +40,14 @@ def main(argv):
     raise app.UsageError(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
   try:
     greedy = None if _DECODING.value == "run" else _DECODING.value == "greedy"
-    step, results, path = evaluator.evaluate_checkpoint(
+    step, results, path = saved_run.evaluate_checkpoint(
         _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
         out=_OUT.value)
   except (FileNotFoundError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
   print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
-  print(evaluator.format_table(results))
+  print(results_lib.format_table(results))
 
 
 if __name__ == "__main__":

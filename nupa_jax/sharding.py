@@ -168,7 +168,7 @@ def constrain(x: jax.Array, *dims: str | None) -> jax.Array:
 
   Without these pins GSPMD propagates the parameters' FSDP sharding (on `embed`) into the
   activations and computes layers sharded on features, all-gathering whole-batch activations
-  between them: measured 59% per-GPU efficiency from 1 to 2 H100s. Mesh axes that do not
+  between them, which scales poorly across GPUs (docs/benchmarks/). Mesh axes that do not
   divide a dimension are dropped (decoding batches, 2 KV heads on 4-way tensor parallelism);
   without a mesh, or on one device, `x` is returned as is.
   """

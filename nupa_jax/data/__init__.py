@@ -31,11 +31,8 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   uniform from the lengths where 10^7 are feasible). Lengths not named get
                   the "*" entry's weight, or 0 without one (with "*", write every key as a
                   string: a ConfigDict cannot sort int and str keys together).
-  seed            the data seed; the validation stream uses the same seed in a disjoint seed
-                  space (stream id 1), so it never shares a draw with training.
   pool_size       None: an endless stream. n: the first n samples of the stream, reshuffled
                   every epoch (the paper's 1e6-sample and finetuning-pool experiments).
-  batch_size      samples per global batch; 0 = config.train.batch_size.
   packing         "packed": samples_per_row samples per row; "padded": one per row.
   loss_on_padding padded rows only: the loss also covers each row's padding up to the longest
                   sample of this process's rows (targets: the pad token, seeing the sample),
@@ -55,6 +52,10 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   exclude_test    never emit a frozen test question (default True) ...
   test_seed       ... of the test set built with this seed ...
   test_per_length ... and this many questions per task and length (the benchmark's 1000).
+Read from outside `config.data`: the data seed is the run's `config.seed` (the validation stream
+uses it in a disjoint seed space, stream id 1, so it never shares a draw with training), the
+samples per global batch `config.train.batch_size`. Old runs' `data.seed` / `data.batch_size`
+are mapped by `nupa_jax.settings.upgrade`.
 The encoder is `text.Encoder(**config.text)` (`config.text.tokenizer`, `config.text.format`),
 or the one passed to `Pipeline`.
 

@@ -20,32 +20,24 @@ import numpy as np
 from absl import flags
 from absl import logging
 
+from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.data import batches
 from nupa_jax.data import exclusion
 from nupa_jax.data import settings as settings_lib
 from nupa_jax.data import source as source_lib
 from nupa_jax.data import stream as stream_lib
-from nupa_jax.text import Encoder
+from nupa_jax.text import SampleEncoder
 
 SPLITS = {"train": stream_lib.TRAIN, "validation": stream_lib.VALIDATION}
 _PREFETCH = 4  # batches each producer (this process or a grain worker) keeps ready
 _ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a length)
 
 
-def encoder_from_config(config: ml_collections.ConfigDict) -> Encoder:
-  """The config's text encoder: `Encoder(**config.text)` (digit tokens), unless a text mode
-  claims the config by `config.text.tokenizer.name`: RF-CoT traces (`rfcot`) or a pretrained
-  checkpoint's own tokenizer (`hf`). Those modes build on this package, so they
-  are imported here, when asked, not at import time."""
-  from nupa_jax.llm import encoding as llm_encoding  # pylint: disable=import-outside-toplevel
-  from nupa_jax.rfcot import data as rfcot_data  # pylint: disable=import-outside-toplevel
-  for mode in (rfcot_data, llm_encoding):
-    if mode.enabled(config):
-      return mode.encoder_from_config(config)
-  text = config.get("text") or {}
-  return Encoder(tokenizer=settings_lib.plain(text.get("tokenizer")),
-                 format=settings_lib.plain(text.get("format")))
+def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
+  """The encoder of the config's text mode (`runmode.text_mode`): digit text by default,
+  RF-CoT traces or a pretrained checkpoint's prompts where those packages are imported."""
+  return runmode.text_mode(config).encoder(config)
 
 
 class BatchIterator(Iterator[dict[str, Any]]):
@@ -98,7 +90,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
 class Pipeline:
   """A run's data: `train_iterator`, `val_iterator`, and the shapes the model sees."""
 
-  def __init__(self, config: ml_collections.ConfigDict, encoder: Encoder | None = None):
+  def __init__(self, config: ml_collections.ConfigDict, encoder: SampleEncoder | None = None):
     self.settings = s = settings_lib.Settings.from_config(config)
     self.encoder = encoder or encoder_from_config(config)
     self.mixture = s.mixture
@@ -232,7 +224,7 @@ class Pipeline:
 
 def make_train_iterator(config: ml_collections.ConfigDict,
                         sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
-                        start_step: int = 0, *, encoder: Encoder | None = None,
+                        start_step: int = 0, *, encoder: SampleEncoder | None = None,
                         **kwargs: Any) -> BatchIterator:
   """`Pipeline(config, encoder).train_iterator(sharding, start_step, **kwargs)`."""
   return Pipeline(config, encoder).train_iterator(sharding, start_step, **kwargs)

@@ -14,6 +14,7 @@ from typing import Any
 
 import ml_collections
 
+from nupa_jax import settings as settings_lib
 from nupa_jax import tasks as tasks_lib
 from nupa_jax.benchmark import testset
 from nupa_jax.data import mixture as mixture_lib
@@ -29,9 +30,7 @@ _DEFAULTS = dict(
     train_digits=(1, 8),
     task_digits={},
     length_weights={},
-    seed=0,
     pool_size=None,
-    batch_size=0,
     packing="packed",
     loss_on_padding=False,
     seq_len=0,
@@ -48,20 +47,13 @@ def defaults() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(_DEFAULTS)
 
 
-def plain(value: Any) -> Any:
-  """ConfigDicts (which are not Mappings) as plain dicts, recursively."""
-  if isinstance(value, ml_collections.ConfigDict):
-    return value.to_dict()
-  return value
-
-
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """The data config, checked and resolved (mixture included)."""
   mixture: mixture_lib.Mixture
-  seed: int
+  seed: int  # config.seed: the run's seed
   pool_size: int | None
-  batch_size: int
+  batch_size: int  # config.train.batch_size: samples per global batch
   packing: str
   samples_per_row: int
   loss_on_padding: bool
@@ -78,17 +70,14 @@ class Settings:
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict) -> Settings:
-    """Reads `config.data` (missing fields: defaults); the batch size falls back to
-    `config.train.batch_size` when `config.data.batch_size` is 0 or absent."""
+    """Reads `config.data` (missing fields: defaults), the run's `config.seed` (default 0) and
+    its batch size `config.train.batch_size`."""
     given = config.get("data") or {}
-    unknown = sorted(set(given) - set(_DEFAULTS))
-    if unknown:
-      raise ValueError(f"unknown config.data fields {unknown}; known: {', '.join(_DEFAULTS)}")
-    data = {k: plain(given.get(k, v)) for k, v in _DEFAULTS.items()}
-    batch_size = int(data["batch_size"] or config.get("train", {}).get("batch_size", 0))
+    settings_lib.check_fields(given, _DEFAULTS, "data")
+    data = {k: settings_lib.plain(given.get(k, v)) for k, v in _DEFAULTS.items()}
+    batch_size = int((config.get("train") or {}).get("batch_size", 0))
     if batch_size < 1:
-      raise ValueError("set config.data.batch_size (or config.train.batch_size): samples per "
-                       "global batch")
+      raise ValueError("set config.train.batch_size: samples per global batch")
     if data["packing"] not in PACKINGS:
       raise ValueError(f"unknown config.data.packing {data['packing']!r}; known: "
                        f"{', '.join(PACKINGS)}")
@@ -110,7 +99,7 @@ class Settings:
     if int(data["seq_len"]) < 0 or int(data["num_workers"]) < 0:
       raise ValueError("config.data.seq_len and num_workers must be >= 0 (seq_len 0 = auto)")
     return cls(
-        mixture=mixture, seed=int(data["seed"]),
+        mixture=mixture, seed=int(config.get("seed", 0)),
         pool_size=None if pool_size is None else int(pool_size),
         batch_size=batch_size, packing=data["packing"], samples_per_row=samples_per_row,
         loss_on_padding=bool(data["loss_on_padding"]),

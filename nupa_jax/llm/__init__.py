@@ -8,4 +8,6 @@ Checkpoint weights: `nupa_jax.models.hf`.
   encoding.py    PromptEncoder: the text.Encoder interface for the data pipeline / evaluator
   evaluation.py  generate, score, write predictions.jsonl + REPORT.json; export prompts
   finetune.py    the adapted model, its sharded state from the checkpoint, merged export
+  mode.py        registers the `hf` text mode and the `pretrained` model source (runmode)
 """
+from nupa_jax.llm import mode

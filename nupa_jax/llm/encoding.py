@@ -21,8 +21,8 @@ import ml_collections
 import numpy as np
 
 from nupa_jax import metrics
+from nupa_jax import settings
 from nupa_jax import tasks
-from nupa_jax.data import settings as settings_lib
 from nupa_jax.llm import prompts
 from nupa_jax.llm.tokenizer import Tokenizer
 from nupa_jax.models import hf
@@ -105,6 +105,11 @@ class PromptEncoder:
     zeros = np.zeros(len(tokens), np.int32)
     return {"digit_index": zeros, "significance": zeros.copy()}
 
+  def fits(self, tokens: Sequence[int] | np.ndarray) -> bool:
+    """True: prompts are not cut to a context budget (`text.SampleEncoder`)."""
+    del tokens
+    return True
+
   def render(self, tokens: Sequence[int] | np.ndarray) -> str:
     """The text of ids (special tokens dropped)."""
     return self.tokenizer.decode(tokens)
@@ -120,16 +125,10 @@ class PromptEncoder:
     return metrics.extract_answer(text, answer_repr)
 
 
-def enabled(config: ml_collections.ConfigDict) -> bool:
-  """Whether `config.text.tokenizer` names a pretrained checkpoint's tokenizer."""
-  text = config.get("text") or {}
-  return (settings_lib.plain(text.get("tokenizer")) or {}).get("name") == MODE
-
-
 def encoder_from_config(config: ml_collections.ConfigDict) -> PromptEncoder:
   """The encoder of `config.text.tokenizer = {"name": "hf", "path": DIR, "chat": ..., "shots":
   ...}` (what `configs/finetune.py` sets)."""
-  options = dict(settings_lib.plain(config.text.tokenizer))
+  options = dict(settings.plain(config.text.tokenizer))
   if options.pop("name", None) != MODE:
     raise ValueError(f"config.text.tokenizer is not a pretrained checkpoint's (name {MODE!r})")
   unknown = sorted(set(options) - {"path", "chat", "shots"})

@@ -2,7 +2,8 @@
 `config.pretrained` names a Hugging Face checkpoint directory (configs/finetune.py, and
 configs/rfcot.py with `model=DIR`).
 
-Such a run differs from a from-scratch one in four places, each a function here:
+Such a run differs from a from-scratch one in four places, each a function here, which the
+`pretrained` model source (mode.py) calls:
 - `build`: the checkpoint's architecture (its config.json; `config.model` adds only the runtime
   fields `RUNTIME_FIELDS`: dtypes, attention kernel, remat, scan unrolling), with LoRA
   adapters when `config.lora.rank` > 0 (rank, alpha, dropout, targets), and an optimizer of
@@ -32,18 +33,13 @@ from nupa_jax import sharding as sharding_lib
 from nupa_jax.llm import tokenizer as tokenizer_lib
 from nupa_jax.models import hf
 from nupa_jax.models import lora
-from nupa_jax.training import state as state_lib
+from nupa_jax.models import state as state_lib
 
 EXPORT_DIR = "export"
 RUNTIME_FIELDS = ("dtype", "param_dtype", "attention_impl", "remat", "scan_unroll")
 # Files of the source checkpoint copied next to exported weights (whichever exist).
 TOKENIZER_FILES = ("tokenizer.json", tokenizer_lib.TOKENIZER_CONFIG, "special_tokens_map.json",
                    tokenizer_lib.GENERATION_CONFIG, tokenizer_lib.CHAT_TEMPLATE_FILE)
-
-
-def enabled(config) -> bool:
-  """Whether `config` finetunes a pretrained checkpoint."""
-  return bool(config.get("pretrained"))
 
 
 def _rank(config) -> int:

@@ -1,7 +1,7 @@
 """A pretrained checkpoint's tokenizer: tokenizer.json, its special tokens, its chat template.
 
-Builds on the RF-CoT runs' Hugging Face tokenizer (`rfcot.tokenization.HFTokenizer`: the
-`tokenizers` library, no network; BOS / EOS / PAD from tokenizer_config.json) and adds what
+Builds on the Hugging Face tokenizer of `text.hf_tokenizer` (the `tokenizers` library, no
+network; BOS / EOS / PAD from tokenizer_config.json) and adds what
 prompting a chat or base model needs:
 - `encode_prompt(text)`: the ids the checkpoint's own pipeline gives, special tokens included
   (tokenizer.json's post-processor adds Llama's `<|begin_of_text|>`; Qwen2 adds none);
@@ -19,7 +19,7 @@ import json
 import pathlib
 from collections.abc import Mapping, Sequence
 
-from nupa_jax.rfcot import tokenization
+from nupa_jax.text import hf_tokenizer
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 CHAT_TEMPLATE_FILE = "chat_template.jinja"
@@ -41,7 +41,7 @@ def _chat_template(directory: pathlib.Path, config: Mapping) -> str | None:
   return template or None
 
 
-class Tokenizer(tokenization.HFTokenizer):
+class Tokenizer(hf_tokenizer.HFTokenizer):
   """The tokenizer of a Hugging Face checkpoint directory (see the module docstring)."""
 
   def __init__(self, path: str | pathlib.Path):

@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import jax
+
 PRESETS: dict[str, dict[str, Any]] = {
     # float32: bf16 on CPU is slow and noisy, and tests compare numbers.
     "tiny": dict(num_layers=2, hidden=128, mlp=384, heads=4, kv_heads=2, dtype="float32"),
@@ -25,7 +27,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 ATTENTION_IMPLS = ("auto", "cudnn", "xla")
-REMAT_POLICIES = ("dots", "full", "none")
+# What a layer keeps for the backward pass (`jax.checkpoint` policy; None: no remat).
+REMAT_POLICIES = {
+    "none": None,
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,4 +140,4 @@ def _check(c: ModelConfig) -> None:
     raise ValueError(f"attention_impl='cudnn' {cudnn_unsupported(c)}; use attention_impl='xla'"
                      " or 'auto'")
   if c.remat not in REMAT_POLICIES:
-    raise ValueError(f"unknown remat {c.remat!r}; known: {', '.join(REMAT_POLICIES)}")
+    raise ValueError(f"unknown remat {c.remat!r}; known: {', '.join(sorted(REMAT_POLICIES))}")

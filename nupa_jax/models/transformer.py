@@ -2,8 +2,9 @@
 
 Blocks are stacked: every layer parameter has a leading `layers` axis. By default
 (`scan_unroll=True`, or any value >= the layers) the layers run as a Python loop over static
-slices: on an H100 the 100m preset trains ~40% faster than with a rolled scan, and compiles as
-fast; a smaller `scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep models. Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
+slices, which train faster than a rolled scan and compile as fast (docs/benchmarks/ has the
+measurements); a smaller `scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep
+models. Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
 functional, no NNX transform at run time. The positional encoding is one module shared by all
 layers; its rotary tables, attention bias and mask are computed once per pass.
 
@@ -23,15 +24,8 @@ from nupa_jax.models import embeddings, posenc
 from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
                                        implementation, training_mask)
 from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
-from nupa_jax.models.presets import ModelConfig, resolve
+from nupa_jax.models.presets import REMAT_POLICIES, ModelConfig, resolve
 from nupa_jax.sharding import constrain
-
-REMAT_POLICIES = {
-    "none": None,
-    "full": jax.checkpoint_policies.nothing_saveable,
-    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
-}
-
 
 class KVCache(NamedTuple):
   """Keys and values of every layer for S slots, with each slot's segment id and position."""

@@ -11,11 +11,12 @@ Modules: `interpreter` (executes a rule's source and writes the trace), `rules_i
 `rules_decimal`, `rules_fraction` (one rule per task and representation), `cot` (task -> rule,
 prompt and response text), `tokenization` (char / digits / tokenizer.json), `encoding`
 (token ids and the context budget), `budget` (`python -m nupa_jax.rfcot.budget`), `data` (the
-RF-CoT data mode of the training pipeline).
+RF-CoT data mode of the training pipeline), `mode` (registers it as the `rfcot` text mode).
 """
+from nupa_jax.rfcot import mode
 from nupa_jax.rfcot.cot import (ANSWER_PREFIX, PAPER_MAX_DIGITS, TABLE_TASKS, extract_answer,
                                 names, prompt, response, rule_name, rule_text, solve)
 from nupa_jax.rfcot.encoding import Encoder
 
 __all__ = ["ANSWER_PREFIX", "Encoder", "PAPER_MAX_DIGITS", "TABLE_TASKS", "extract_answer",
-           "names", "prompt", "response", "rule_name", "rule_text", "solve"]
+           "mode", "names", "prompt", "response", "rule_name", "rule_text", "solve"]

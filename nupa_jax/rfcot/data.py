@@ -1,7 +1,8 @@
 """RF-CoT as a data mode of the training pipeline: the same batches, RF-CoT text inside.
 
 A run selects it with `config.text.tokenizer = {"name": "rfcot", "text_tokenizer": "char" |
-"digits" | PATH, "context": 2048}` (configs/rfcot.py). `pipeline(config)` is an ordinary
+"digits" | PATH, "context": 2048}` (configs/rfcot.py); mode.py registers it as the `rfcot` text
+mode (`nupa_jax.runmode`), which the trainer resolves. `pipeline(config)` is an ordinary
 `nupa_jax.data.Pipeline` (batch layout of docs/interfaces.md) with:
 - the RF-CoT encoder (encoding.py): `[BOS] prompt response [EOS]`, the loss mask off on BOS
   and the prompt, on for the whole response and EOS;
@@ -25,6 +26,7 @@ import numpy as np
 from absl import logging
 
 from nupa_jax import data as data_lib
+from nupa_jax import settings
 from nupa_jax.data import mixture as mixture_lib
 from nupa_jax.data import settings as settings_lib
 from nupa_jax.data import source as source_lib
@@ -34,19 +36,15 @@ from nupa_jax.rfcot.encoding import Encoder
 MODE = "rfcot"  # config.text.tokenizer["name"] of an RF-CoT run
 
 
-def _tokenizer_config(config: ml_collections.ConfigDict) -> dict:
+def tokenizer_config(config: ml_collections.ConfigDict) -> dict:
+  """`config.text.tokenizer` as a plain dict ({} if absent)."""
   text = config.get("text") or {}
-  return settings_lib.plain(text.get("tokenizer")) or {}
-
-
-def enabled(config: ml_collections.ConfigDict) -> bool:
-  """Whether `config` is an RF-CoT run."""
-  return _tokenizer_config(config).get("name") == MODE
+  return settings.plain(text.get("tokenizer")) or {}
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> Encoder:
   """The RF-CoT encoder of `config.text.tokenizer` (`text_tokenizer`, `context`)."""
-  options = dict(_tokenizer_config(config))
+  options = dict(tokenizer_config(config))
   if options.pop("name", None) != MODE:
     raise ValueError(f"config.text.tokenizer is not an RF-CoT one (name {MODE!r})")
   unknown = sorted(set(options) - {"text_tokenizer", "context"})

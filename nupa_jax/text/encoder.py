@@ -227,6 +227,11 @@ class Encoder:
         out.append(ids[chunk[::-1] if reverse else chunk])
 
   # ---------------------------------------------------------------- decoding
+  def fits(self, tokens: Sequence[int] | np.ndarray) -> bool:
+    """True: digit text has no context budget (`SampleEncoder`)."""
+    del tokens
+    return True
+
   def decode_answer(self, task: str, generated: Sequence[int] | np.ndarray) -> str:
     """The plain answer text from the tokens a model generated after `=`; "" if not an answer.
 

@@ -166,6 +166,11 @@ class RandomDigits:
     return cut
 
 
+def names() -> list[str]:
+  """The registered tokenizer names."""
+  return sorted(_TOKENIZERS)
+
+
 def make(config: Mapping[str, Any]):
   """The tokenizer for `{"name": ..., **options}`; ValueError names what is supported."""
   config = dict(config)

@@ -44,7 +44,7 @@ def _decay_mask(params):
 def _adamw(train_config, lr: Schedule) -> optax.GradientTransformation:
   return optax.adamw(lr, b1=train_config.b1, b2=train_config.b2, eps=train_config.eps,
                      weight_decay=train_config.weight_decay, mask=_decay_mask,
-                     mu_dtype=train_config.get("mu_dtype") or None)
+                     mu_dtype=train_config.mu_dtype or None)
 
 
 _OPTIMIZERS = {"adamw": _adamw}

@@ -26,12 +26,14 @@ from flax import nnx
 
 from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import data as data_lib
+from nupa_jax import plugins  # pylint: disable=unused-import  (registers every run mode)
+from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
-from nupa_jax.llm import finetune
-from nupa_jax.rfcot import data as rfcot_data
+from nupa_jax.evaluation import results as results_lib
+from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.training import optimizer as optimizer_lib
-from nupa_jax.training import state as state_lib
+from nupa_jax.training import settings as settings_lib
 from nupa_jax.training import step as step_lib
 from nupa_jax.training import writers
 
@@ -47,72 +49,45 @@ class DivergedError(RuntimeError):
 
 
 class _Run:
-  """Everything a config fixes for a run, built and checked before training starts."""
+  """Everything a config fixes for a run, built and checked before training starts.
+
+  The run mode (`runmode.resolve`: digit text, RF-CoT or a checkpoint's prompts; a model from
+  scratch or a pretrained checkpoint) is resolved once here; the rest of the trainer calls it.
+  """
 
   def __init__(self, config, workdir: pathlib.Path):
-    self.config = config
     self.workdir = workdir
     try:
-      for name in ("steps", "log_every"):
-        if int(config.train[name]) < 1:
-          raise ValueError(f"config.train.{name} must be >= 1")
-      if int(config.checkpoint.every) < 1 or int(config.eval.every) < 0:
-        raise ValueError("config.checkpoint.every must be >= 1 and config.eval.every >= 0 "
-                         "(0 = only at the end)")
+      self.train = settings_lib.Train.from_config(config)
+      self.checkpoint = settings_lib.Checkpoint.from_config(config)
+      self.eval = eval_settings.Eval.from_config(config)
+      self.mode = runmode.resolve(config)
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
       self.replicated = sharding_lib.replicated(self.mesh)
-      if rfcot_data.enabled(config):  # padded rows; each task's lengths cut to those that fit
-        encoder = rfcot_data.encoder_from_config(config)
-        config = self.config = rfcot_data.configure(config, encoder)
-        self.pipeline = data_lib.Pipeline(config, encoder)
-      else:
-        self.pipeline = data_lib.Pipeline(config)
+      self.encoder = self.mode.text.encoder(config)
+      # The config as run: with the text mode's data fields (RF-CoT: padded rows, cut lengths).
+      config = self.config = self.mode.text.configure(config, self.encoder)
+      self.pipeline = data_lib.Pipeline(config, self.encoder)
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
-      self.encoder = self.pipeline.encoder
-      self.schedule = optimizer_lib.schedule(config.train)
-      self.tx = optimizer_lib.make(config.train)
-      if finetune.enabled(config):  # a pretrained checkpoint, LoRA adapters or all trained
-        if config.get("init_from"):
-          raise ValueError("config.init_from does not apply to a finetuning run, which starts "
-                           "from config.pretrained: set one of them")
-        self.spec = finetune.spec(config, self.mesh, seed=config.seed, tx=self.tx)
-        self.wrt = finetune.trainable(config)
-      else:
-        self.spec = state_lib.spec(config.model, self.encoder.vocab_size, self.mesh,
-                                   config.mesh.rules, seed=config.seed, tx=self.tx)
-        self.wrt = nnx.Param
+      self.schedule = optimizer_lib.schedule(self.train)
+      self.tx = optimizer_lib.make(self.train)
+      self.spec = self.mode.model.state_spec(config, self.encoder.vocab_size, self.mesh,
+                                             seed=config.seed, tx=self.tx)
+      self.wrt = self.mode.model.trainable(config)
       self.evaluator = evaluator_lib.Evaluator(config, self.encoder, self.mesh,
                                                self.spec.feature_names)
     except ValueError as e:
       raise ConfigError(str(e)) from e
 
   def init_state(self):
-    """Fresh state, with the model taken from `config.init_from` if set (from
-    `config.pretrained` for a finetuning run)."""
+    """Fresh state, as the model source starts it (`config.init_from`, a checkpoint)."""
     c = self.config
-    if finetune.enabled(c):
-      return finetune.initialise(self.spec, c, seed=c.seed, tx=self.tx)
-    state = state_lib.initialise(self.spec, c.model, self.encoder.vocab_size, seed=c.seed,
-                                 tx=self.tx)
-    if c.init_from:
-      params = _load_params(c.init_from, state_lib.spec(
-          c.model, self.encoder.vocab_size, self.mesh, c.mesh.rules, seed=c.seed))
-      pure = nnx.to_pure_dict(state)
-      pure[0] = nnx.to_pure_dict(params)
-      nnx.replace_by_pure_dict(state, pure)
-    return state
-
-
-def _load_params(init_from: str, model_spec: state_lib.StateSpec):
-  """Model parameters from `DIR[:best|latest|STEP]` (another run's workdir; default latest)."""
-  path, _, which = init_from.partition(":")
-  source = checkpoint_lib.Checkpointer(path, read_only=True)
-  try:
-    step = source.resolve(which or "latest")
-  except ValueError as e:
-    raise ConfigError(f"config.init_from={init_from!r}: {e}") from e
-  return source.restore_params(step, model_spec.abstract, model_spec.shardings)[0]
+    try:
+      return self.mode.model.initial_state(self.spec, c, self.encoder.vocab_size, self.mesh,
+                                           seed=c.seed, tx=self.tx)
+    except ValueError as e:
+      raise ConfigError(str(e)) from e
 
 
 def _write_config(config, workdir: pathlib.Path) -> None:
@@ -167,10 +142,10 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     _write_config(run.config, workdir)  # as run: with the data mode's changes (RF-CoT cuts)
   writer = writers.MetricWriter(workdir, enabled=main)
-  progress = writers.Progress(int(config.train.steps), enabled=main)
-  ckpt = checkpoint_lib.Checkpointer(workdir, keep=int(config.checkpoint.keep),
-                                     keep_best=bool(config.checkpoint.keep_best),
-                                     async_save=bool(config.checkpoint.async_save))
+  progress = writers.Progress(run.train.steps, enabled=main)
+  ckpt = checkpoint_lib.Checkpointer(workdir, keep=run.checkpoint.keep,
+                                     keep_best=run.checkpoint.keep_best,
+                                     async_save=run.checkpoint.async_save)
   try:
     with jax.set_mesh(run.mesh):
       return _train(run, ckpt, writer, progress)
@@ -180,7 +155,7 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
     raise DivergedError(
         f"{e}; stopped without saving it. The last good checkpoint "
         f"({'none' if last is None else f'step {last}'}) in {ckpt.directory} is intact: lower "
-        f"config.train.learning_rate (now {config.train.learning_rate}) or raise "
+        f"config.train.learning_rate (now {run.train.learning_rate}) or raise "
         f"config.train.warmup_steps, then rerun to resume from it") from None
   finally:
     ckpt.close()
@@ -190,8 +165,8 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
 def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricWriter,
            progress: writers.Progress) -> dict:
   c = run.config
-  total, log_every = int(c.train.steps), int(c.train.log_every)
-  eval_every, ckpt_every = int(c.eval.every), int(c.checkpoint.every)
+  total, log_every = run.train.steps, run.train.log_every
+  eval_every, ckpt_every = run.eval.every, run.checkpoint.every
   latest = ckpt.latest_step()
   if latest is None:
     state, step, samples_seen, position = run.init_state(), 0, 0, 0
@@ -211,7 +186,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated)
-  with run.pipeline.val_iterator(int(c.eval.validation_batches), run.batch_sharding) as it:
+  with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding) as it:
     validation = [step_lib.device_batch(b) for b in it]
   results = None
   window = _Window()
@@ -245,10 +220,9 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   if results is None:  # the run had already finished: evaluate its final state again
     results = _evaluate(run, state, eval_step, validation, step, samples_seen, writer,
                         progress)[1]
-  if finetune.enabled(c):  # on every process: the export gathers the sharded weights
-    out = finetune.export(nnx.merge(run.spec.graphdef, state)[0], c,
-                          run.workdir / finetune.EXPORT_DIR)
-    progress.print(f"exported the finetuned model (adapters merged) to {out}")
+  message = run.mode.model.finish(run.spec.graphdef, state, c, run.workdir)  # every process
+  if message:
+    progress.print(message)
   return results
 
 
@@ -261,15 +235,15 @@ def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: 
   val_loss = total / max(count, 1.0)
   results = run.evaluator.evaluate(run.spec.graphdef, state)
   if jax.process_index() == 0:
-    writer.scalars("eval", step, {"val_loss": val_loss, **evaluator_lib.bucket_scalars(results)})
+    writer.scalars("eval", step, {"val_loss": val_loss, **results_lib.bucket_scalars(results)})
     message = f"evaluation at step {step}: validation loss {val_loss:.4f}"
     if results:
       meta = {"samples_seen": samples_seen, "val_loss": val_loss,
-              "per_length": run.evaluator.per_length, "greedy": bool(run.config.eval.greedy),
-              **evaluator_lib.skipped_meta(run.evaluator)}
-      path = evaluator_lib.write_results(run.workdir, step, results, meta)
+              "per_length": run.evaluator.per_length, "greedy": run.eval.greedy,
+              **results_lib.skipped_meta(run.evaluator.skipped)}
+      path = results_lib.write_results(run.workdir, step, results, meta)
       message += (f" ({time.perf_counter() - start:.1f} s); exact match / digit match / "
-                  f"dlength by bucket, from {path}:\n{evaluator_lib.format_table(results)}")
+                  f"dlength by bucket, from {path}:\n{results_lib.format_table(results)}")
     writer.event("eval", step=step, val_loss=val_loss)
     progress.print(message)
   return val_loss, results

@@ -9,10 +9,11 @@ from nupa_jax import data
 
 def config(**overrides) -> ml_collections.ConfigDict:
   """A small data config: add_int 1-8, 32 samples a batch, 8 per row, fixed seq_len (no
-  probe), plus `overrides` of config.data fields."""
+  probe), plus `overrides` of config.data fields (and `seed`, the run's seed)."""
   c = ml_collections.ConfigDict()
+  c.seed = overrides.pop("seed", 0)
+  c.train = ml_collections.ConfigDict({"batch_size": 32})
   c.data = data.defaults()
-  c.data.batch_size = 32
   c.data.samples_per_row = 8
   c.data.seq_len = 256
   for key, value in overrides.items():

@@ -68,7 +68,7 @@ def test_only_cells_with_test_questions_are_hashed():
 def test_every_task_at_training_lengths_stays_out_of_the_full_test_set():
   """All tasks, 1-8 digits, the benchmark's 1000 questions a length: 40 batches of 256."""
   c = data_testing.config(tasks={"all": 1.0}, seq_len=0, samples_per_row=16)
-  c.data.batch_size = 256
+  c.train.batch_size = 256
   p = data.Pipeline(c)
   frozen = {(q.task, q.a, q.b) for name in p.mixture.task_lengths()
             for n in tasks.get(name).test_digits if n <= 8

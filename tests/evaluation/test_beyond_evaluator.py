@@ -10,12 +10,14 @@ from nupa_jax import sharding
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import feature_rules
+from nupa_jax.evaluation import questions as questions_lib
+from nupa_jax.evaluation import results as results_lib
 from nupa_jax.text import Encoder
 
 
 def test_beyond_lengths_add_questions_past_each_tier_only(tmp_path):
   # max_int's tier is 100: lengths up to 100 come from `digits` (its test lengths), never twice.
-  got = evaluator_lib.load_questions(["add_int", "max_int"], (3, 4), 2, seed=0,
+  got = questions_lib.load_questions(["add_int", "max_int"], (3, 4), 2, seed=0,
                                      beyond=(4, 30, 21, 120))
   assert [q.digits for q in got["add_int"]] == [3, 3, 4, 4, 21, 21, 30, 30, 120, 120]
   assert [q.digits for q in got["max_int"]] == [120, 120]
@@ -23,12 +25,12 @@ def test_beyond_lengths_add_questions_past_each_tier_only(tmp_path):
   with open(tmp_path / "test.jsonl", "w") as f:  # a built test set: only the tier's lengths
     for q in testset.iter_test_set(["add_int"], seed=0, per_length=2):
       f.write(q.to_json() + "\n")
-  from_files = evaluator_lib.load_questions(["add_int"], (3, 4), 2, seed=0,
+  from_files = questions_lib.load_questions(["add_int"], (3, 4), 2, seed=0,
                                             test_dir=str(tmp_path), beyond=(21,))
   assert from_files["add_int"] == got["add_int"][:6]
   with pytest.raises(ValueError, match=r"config.eval.beyond_digits: add_frac has questions of "
                                        r"1-20 digits .* leave add_frac out of config.eval.tasks"):
-    evaluator_lib.load_questions(["add_frac"], (3, 4), 2, seed=0, beyond=(21,))
+    questions_lib.load_questions(["add_frac"], (3, 4), 2, seed=0, beyond=(21,))
 
 
 def test_summary_pools_lengths_past_the_tier_in_one_extra_bucket():
@@ -43,10 +45,10 @@ def test_summary_pools_lengths_past_the_tier_in_one_extra_bucket():
   assert metrics.BEYOND not in metrics.summarize(records[:2], 20)  # in-tier layout unchanged
   with pytest.raises(ValueError, match="outside 1..20"):
     metrics.bucket(21, 20)  # strict unless asked
-  table = evaluator_lib.format_table({"add_int": summary})
+  table = results_lib.format_table({"add_int": summary})
   header, _, row = table.splitlines()
   assert "beyond EM/DM/dlen" in header and "0.333/0.333/0.67" in row
-  scalars = evaluator_lib.bucket_scalars({"add_int": summary})
+  scalars = results_lib.bucket_scalars({"add_int": summary})
   assert scalars["add_int/beyond/exact_match"] == pytest.approx(1 / 3)
 
 

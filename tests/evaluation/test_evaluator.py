@@ -12,6 +12,8 @@ from nupa_jax import sharding
 from nupa_jax import tasks
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.evaluation import questions as questions_lib
+from nupa_jax.evaluation import results as results_lib
 from nupa_jax.text import Encoder
 
 TASKS = ["add_int", "max_int"]  # a 20-digit and a 100-digit tier task
@@ -37,7 +39,7 @@ def eval_config():
 def test_questions_are_the_frozen_test_set_in_memory_or_from_files(tmp_path):
   expected_lengths = {t: [d for d in tasks.get(t).test_digits if d <= 12] for t in TASKS}
   assert expected_lengths["add_int"] == list(range(3, 13))  # add_int's test set starts at 3
-  in_memory = evaluator_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0)
+  in_memory = questions_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0)
   for task in TASKS:
     reference = [q for d in expected_lengths[task]
                  for q in testset.questions(task, d, seed=0, per_length=PER_LENGTH)]
@@ -46,14 +48,14 @@ def test_questions_are_the_frozen_test_set_in_memory_or_from_files(tmp_path):
   with open(tmp_path / "test.jsonl", "w") as f:
     for q in testset.iter_test_set(TASKS, seed=0, per_length=PER_LENGTH + 2):
       f.write(q.to_json() + "\n")
-  from_files = evaluator_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0,
+  from_files = questions_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0,
                                             test_dir=str(tmp_path))
   assert from_files == in_memory
 
 
 def test_batches_hold_right_padded_prompts_of_one_task(encoder):
-  questions = evaluator_lib.load_questions(["add_int"], (3, 5), 3, seed=0)
-  batches = evaluator_lib.make_batches(encoder, questions, rows=4)
+  questions = questions_lib.load_questions(["add_int"], (3, 5), 3, seed=0)
+  batches = questions_lib.make_batches(encoder, questions, rows=4)
   assert [len(b.questions) for b in batches] == [4, 4, 1]  # 9 questions in rows of 4
   for batch in batches:
     assert batch.prompts.shape[0] == 4 and batch.prompts.shape[1] % 8 == 0
@@ -64,7 +66,7 @@ def test_batches_hold_right_padded_prompts_of_one_task(encoder):
       assert list(batch.prompts[i, :len(prompt)]) == list(prompt)
       assert (batch.prompts[i, len(prompt):] == encoder.pad_id).all()
       full, _ = encoder.encode("add_int", q.a, q.b, q.answer)
-      assert batch.max_new_tokens >= len(full) - len(prompt) + evaluator_lib.MARGIN
+      assert batch.max_new_tokens >= len(full) - len(prompt) + questions_lib.MARGIN
 
 
 def oracle(encoder, questions, transform):
@@ -118,16 +120,16 @@ def test_results_files_and_table(tmp_path):
              "L": {"exact_match": None, "digit_match": None, "dlength": None, "n": 0},
              "XL": {"exact_match": None, "digit_match": None, "dlength": None, "n": 0},
              "well_learned_digits": {"exact_match": 3}, "performance_preserving_digits": {}}
-  path = evaluator_lib.write_results(tmp_path, 40, {"add_int": summary}, {"samples_seen": 640})
+  path = results_lib.write_results(tmp_path, 40, {"add_int": summary}, {"samples_seen": 640})
   assert path == tmp_path / "eval" / "step_40.json"
   written = json.loads(path.read_text())
   assert written == json.loads((tmp_path / "eval" / "latest.json").read_text())
   assert written["_meta"] == {"samples_seen": 640, "step": 40}
   assert written["add_int"]["S"]["exact_match"] == 1.0
-  table = evaluator_lib.format_table({"add_int": summary})
+  table = results_lib.format_table({"add_int": summary})
   row = table.splitlines()[2]
   assert row.startswith("add_int") and "1.000/1.000/0.00" in row and row.count("-") == 3
-  assert evaluator_lib.bucket_scalars({"add_int": summary}) == {
+  assert results_lib.bucket_scalars({"add_int": summary}) == {
       "add_int/S/exact_match": 1.0, "add_int/S/digit_match": 1.0, "add_int/S/dlength": 0.0}
 
 

@@ -50,12 +50,12 @@ def test_print_expands_the_grid_in_order():
   assert len(lines) == 18
   assert lines[:2] == [
       "py -m nupa_jax.train --config=configs/pe.py:pe=rope,task=add_int "
-      "--workdir=runs/s/pe-rope_task-add_int_seed-0 --config.seed=0 --config.data.seed=0",
+      "--workdir=runs/s/pe-rope_task-add_int_seed-0 --config.seed=0",
       "py -m nupa_jax.train --config=configs/pe.py:pe=rope,task=add_int "
-      "--workdir=runs/s/pe-rope_task-add_int_seed-1 --config.seed=1 --config.data.seed=1"]
+      "--workdir=runs/s/pe-rope_task-add_int_seed-1 --config.seed=1"]
   assert lines[-1] == (
       "py -m nupa_jax.train --config=configs/pe.py:pe=alibi,task=add_float "
-      "--workdir=runs/s/pe-alibi_task-add_float_seed-2 --config.seed=2 --config.data.seed=2")
+      "--workdir=runs/s/pe-alibi_task-add_float_seed-2 --config.seed=2")
   points = set()
   for line in lines:
     argv = shlex.split(line)

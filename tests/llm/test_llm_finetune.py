@@ -12,6 +12,7 @@ from flax import nnx
 from configs import finetune as finetune_config
 from configs import rfcot as rfcot_config
 from nupa_jax import data
+from nupa_jax import runmode
 from nupa_jax import sharding
 from nupa_jax.llm import encoding
 from nupa_jax.llm import finetune
@@ -54,7 +55,8 @@ def test_config_follows_the_paper(checkpoint):
   assert (config.lora.rank, config.lora.alpha, config.lora.dropout) == (128, 32.0, 0.1)
   assert tuple(config.lora.targets) == ("q", "k", "v", "o", "gate", "up", "down")
   assert config.train.steps == 800 and config.data.tasks.to_dict() == {"all": 1.0}
-  assert config.pretrained == str(directory) and finetune.enabled(config)
+  assert config.pretrained == str(directory)
+  assert runmode.resolve(config).model.name == "pretrained"
   assert config.model.qkv_bias and config.model.tie_embeddings is False
   # 1e5 samples per task and length: 20-digit tasks train on 1-20, 100-digit ones on 1-100.
   from nupa_jax import tasks
@@ -67,7 +69,7 @@ def test_config_follows_the_paper(checkpoint):
 def test_rfcot_runs_finetune_the_whole_checkpoint_whatever_config_model_says(checkpoint):
   directory, reference = checkpoint
   config = rfcot_config.get_config(f"model={directory},size=tiny,tasks=add_int")
-  assert finetune.enabled(config) and finetune.trainable(config) is nnx.Param  # no LoRA
+  assert finetune.trainable(config) is nnx.Param  # no LoRA
   state_spec = finetune.spec(config, sharding.make_mesh({"data": -1}))
   model = nnx.merge(state_spec.graphdef, state_spec.abstract)
   assert model.embed.table.shape == tuple(reference.model.embed_tokens.weight.shape)

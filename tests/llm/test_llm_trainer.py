@@ -14,9 +14,10 @@ from flax import nnx
 from configs import rfcot as rfcot_config
 from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import rfcot
+from nupa_jax import saved_run
 from nupa_jax import sharding
 from nupa_jax.benchmark import testset
-from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.llm import finetune
 from nupa_jax.models import lora
 from nupa_jax.training import trainer
@@ -78,7 +79,7 @@ def test_lora_run_trains_adapters_only_and_exports_a_transformers_checkpoint(che
                              atol=1e-4 * np.abs(ours).max())
 
   # The evaluator restores the adapted model from the run's checkpoint.
-  step, results, _ = evaluator_lib.evaluate_checkpoint(tmp_path, "latest", per_length=1)
+  step, results, _ = saved_run.evaluate_checkpoint(tmp_path, "latest", per_length=1)
   assert step == STEPS and results["add_int"]["S"]["n"] > 0
 
 
@@ -111,6 +112,6 @@ def test_evaluation_leaves_out_and_counts_questions_over_the_context():
                  for q in questions["add_int"])
   assert too_long == 2  # the 20-digit ones
   skipped = collections.Counter()
-  batches = evaluator_lib.make_batches(encoder, questions, rows=4, skipped=skipped)
+  batches = questions_lib.make_batches(encoder, questions, rows=4, skipped=skipped)
   assert skipped == {"add_int": 2}
   assert [q.digits for b in batches for q in b.questions] == [3, 3]

@@ -9,6 +9,7 @@ import pytest
 
 from nupa_jax import data
 from nupa_jax import rfcot
+from nupa_jax import runmode
 from nupa_jax import tasks
 from nupa_jax.data import batches
 from nupa_jax.data import mixture as mixture_lib
@@ -26,7 +27,7 @@ def _config(task_weights, digits=(1, 4), context=_CONTEXT, tokenizer="char"):
   c.data = data.defaults()
   c.data.tasks = task_weights
   c.data.train_digits = digits
-  c.data.batch_size = 8
+  c.train = ml_collections.ConfigDict({"batch_size": 8})
   c.data.exclude_test = False
   return c
 
@@ -126,7 +127,7 @@ def test_config_family_builds_an_rfcot_run():
   from configs import rfcot as rfcot_config  # pylint: disable=g-import-not-at-top
   from nupa_jax import models  # pylint: disable=g-import-not-at-top
   config = rfcot_config.get_config("size=tiny,tasks=add_int+max_int,context=2048")
-  assert rfcot_data.enabled(config) and config.pretrained == ""
+  assert runmode.resolve(config).name == "rfcot/scratch"
   encoder = rfcot_data.encoder_from_config(config)
   assert (encoder.tokenizer_name, encoder.context) == ("char", 2048)
   configured = rfcot_data.configure(config, encoder)

@@ -14,7 +14,7 @@ import training_testing
 from nupa_jax import data as data_lib
 from nupa_jax import sharding
 from nupa_jax.training import optimizer
-from nupa_jax.training import state as state_lib
+from nupa_jax.models import state as state_lib
 from nupa_jax.training import step as step_lib
 
 COLLECTIVE = re.compile(r"= (.+?) (all-gather|all-reduce|reduce-scatter|all-to-all|"

@@ -9,7 +9,7 @@ from nupa_jax import checkpoint
 from nupa_jax import data
 from nupa_jax import sharding
 from nupa_jax.training import optimizer
-from nupa_jax.training import state as state_lib
+from nupa_jax.models import state as state_lib
 from nupa_jax.training import step as step_lib
 from nupa_jax.training import trainer
 

@@ -14,8 +14,8 @@ import jax
 import optax
 from flax import nnx
 
-from nupa_jax import models
 from nupa_jax import sharding as sharding_lib
+from nupa_jax.models import transformer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +30,7 @@ class StateSpec:
 
 def _build(model_config, vocab_size: int, seed: int, tx: optax.GradientTransformation | None):
   with nnx.use_eager_sharding(False):  # shardings are applied by jit, not at creation
-    model = models.build(model_config, vocab_size, rngs=nnx.Rngs(seed))
+    model = transformer.build(model_config, vocab_size, rngs=nnx.Rngs(seed))
     if tx is None:
       return model
     return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
@@ -54,6 +54,6 @@ def initialise(state_spec: StateSpec, model_config, vocab_size: int, *, seed: in
     return nnx.split(_build(model_config, vocab_size, seed, tx))[1]
 
   # The random initialisers compile to large integer kernels that LLVM spends long optimising
-  # (20 s on a CPU for the tiny model) for a program that runs once: skip that.
+  # for a program that runs once: skip that.
   return jax.jit(create, out_shardings=state_spec.shardings,
                  compiler_options={"xla_backend_optimization_level": 0})()

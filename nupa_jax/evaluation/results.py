@@ -1,0 +1,87 @@
+"""Evaluation results: `eval/step_{N}.json` files, the printed table and TensorBoard scalars.
+
+Scores are summarised per digit length and per S/M/L/XL bucket (`metrics.summarize`), plus one
+extra bucket `metrics.BEYOND` ("beyond": every evaluated length past the task's tier) when
+`config.eval.beyond_digits` asked for such lengths; the table and the scalars show it then.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from collections.abc import Sequence
+
+from nupa_jax import metrics
+
+EVAL_DIR = "eval"
+
+
+def skipped_meta(skipped: dict[str, int]) -> dict:
+  """`{"skipped_over_context": {task: count}}` when test questions were left out, else {}."""
+  return {"skipped_over_context": dict(skipped)} if skipped else {}
+
+
+def write_results(workdir: str | pathlib.Path, step: int, results: dict,
+                  meta: dict) -> pathlib.Path:
+  """`eval/step_{step}.json` and `eval/latest.json` (with a `_meta` entry); returns the former."""
+  directory = pathlib.Path(workdir) / EVAL_DIR
+  path = directory / f"step_{step}.json"
+  for target in (path, directory / "latest.json"):
+    write_evaluation(target, step, results, meta)
+  return path
+
+
+def write_evaluation(path: str | pathlib.Path, step: int, results: dict, meta: dict) -> None:
+  """One results file with its `_meta` entry, written atomically (a killed run never leaves half
+  a file)."""
+  path = pathlib.Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_suffix(".tmp")
+  tmp.write_text(json.dumps({**results, "_meta": dict(meta, step=step)}, indent=1))
+  tmp.replace(path)
+
+
+def evaluation_name(step: int, greedy: bool, per_length: int,
+                    tasks: Sequence[str] | None = None) -> str:
+  """File name of a re-evaluation: the checkpoint step and every setting that changes results,
+  so that evaluations with other settings sit side by side instead of replacing each other."""
+  name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
+  return name + (f"_{'-'.join(tasks)}" if tasks else "") + ".json"
+
+
+def _buckets(results: dict) -> tuple[str, ...]:
+  """S/M/L/XL, and `metrics.BEYOND` when some task has lengths past its tier."""
+  beyond = any(metrics.BEYOND in s for t, s in results.items() if not t.startswith("_"))
+  return metrics.BUCKET_NAMES + ((metrics.BEYOND,) if beyond else ())
+
+
+def format_table(results: dict) -> str:
+  """Tasks x S/M/L/XL (and beyond): exact match / digit match / dlength, well-learned digits."""
+  buckets = _buckets(results)
+  header = f"{'task':<22}" + "".join(f"{b + ' EM/DM/dlen':>22}" for b in buckets) + "   wld(EM)"
+  lines = [header, "-" * len(header)]
+  for task, summary in results.items():
+    if task.startswith("_"):
+      continue
+    cells = []
+    for b in buckets:
+      s = summary.get(b) or {}
+      if not s.get("n"):
+        cells.append(f"{'-':>22}")
+      else:
+        cells.append(f"{s['exact_match']:>8.3f}/{s['digit_match']:.3f}/{s['dlength']:<6.2f}")
+    wld = summary.get("well_learned_digits", {}).get("exact_match")
+    lines.append(f"{task:<22}" + "".join(cells) + f"   {wld}")
+  return "\n".join(lines)
+
+
+def bucket_scalars(results: dict) -> dict[str, float]:
+  """`{task/bucket/metric: value}` for TensorBoard."""
+  out = {}
+  for task, summary in results.items():
+    for b in _buckets(results):
+      s = summary.get(b) or {}
+      for m in ("exact_match", "digit_match", "dlength"):
+        if s.get("n") and s.get(m) is not None and math.isfinite(s[m]):
+          out[f"{task}/{b}/{m}"] = s[m]
+  return out

@@ -1,0 +1,37 @@
+"""`config.eval` as frozen settings, read once (`nupa_jax.settings`).
+
+The test set's seed is not here: it is `config.data.test_seed`, the one seed of the frozen test
+set that training excludes and evaluation scores.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from nupa_jax import settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Eval:
+  """When and on what a run is evaluated, and how answers are decoded."""
+  every: int = 0  # steps between evaluations; 0: only at the end
+  per_length: int = 1000  # test questions per task and length; 0 = validation loss only
+  digits: tuple[int, int] = (1, 20)  # evaluated lengths (intersected with each task's)
+  beyond_digits: tuple[int, ...] = ()  # lengths past each task's benchmark range
+  tasks: tuple[str, ...] = ()  # () = the training tasks
+  test_dir: str = ""  # a built test set; "" = regenerated from config.data.test_seed
+  batch_size: int = 256  # prompts per generation batch
+  greedy: bool = True  # False: sampling at temperature / top_p
+  temperature: float = 0.6
+  top_p: float = 0.9
+  sample_seed: int = 0
+  validation_batches: int = 8  # batches of the validation stream for validation loss
+
+  def __post_init__(self):
+    if int(self.every) < 0:
+      raise ValueError("config.eval.every must be >= 0 (0 = only at the end)")
+    for name in ("digits", "beyond_digits", "tasks"):  # lists from config.json: tuples
+      object.__setattr__(self, name, tuple(getattr(self, name)))
+
+  @classmethod
+  def from_config(cls, config) -> Eval:
+    return settings.read(config, "eval", cls)

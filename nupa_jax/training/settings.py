@@ -1,0 +1,55 @@
+"""`config.train` and `config.checkpoint` as frozen settings, read once (`nupa_jax.settings`).
+
+Defaults are the paper's recipe where it has one (AdamW, weight decay 0.01, cosine decay,
+global-norm clipping at 1); steps, batch size and learning rate have none: a run names them.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from nupa_jax import settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Train:
+  """The optimisation of a run; `optimizer.make` / `optimizer.schedule` read it."""
+  steps: int
+  batch_size: int  # samples per step, as the pipeline batches them
+  learning_rate: float
+  log_every: int = 100
+  optimizer: str = "adamw"
+  schedule: str = "cosine"
+  warmup_steps: int = 0
+  end_lr_ratio: float = 0.0  # cosine decays to learning_rate * end_lr_ratio
+  b1: float = 0.9
+  b2: float = 0.999
+  eps: float = 1e-8
+  weight_decay: float = 0.01
+  mu_dtype: str = ""  # dtype of Adam's first moment ("" = the parameters')
+  grad_clip: float = 1.0  # global-norm clipping; 0 disables
+
+  def __post_init__(self):
+    for name in ("steps", "log_every"):
+      if int(getattr(self, name)) < 1:
+        raise ValueError(f"config.train.{name} must be >= 1")
+
+  @classmethod
+  def from_config(cls, config) -> Train:
+    return settings.read(config, "train", cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+  """When a run saves and what it keeps."""
+  every: int
+  keep: int = 2  # latest checkpoints kept (besides the best by validation loss)
+  keep_best: bool = True
+  async_save: bool = True
+
+  def __post_init__(self):
+    if int(self.every) < 1:
+      raise ValueError("config.checkpoint.every must be >= 1")
+
+  @classmethod
+  def from_config(cls, config) -> Checkpoint:
+    return settings.read(config, "checkpoint", cls)
