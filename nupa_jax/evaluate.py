@@ -40,6 +40,7 @@ def main(argv):
     sys.exit(2)
   print(f"checkpoint step {step} of {_WORKDIR.value}:")
   print(evaluator.format_table(results))
+  distributed.shutdown()  # leave the other processes in order (no-op for one process)
 
 
 if __name__ == "__main__":
