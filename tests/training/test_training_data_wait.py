@@ -57,7 +57,7 @@ def test_the_end_of_the_batches_is_passed_on_and_its_wait_counted():
   assert wait.interval(8.0) == pytest.approx(0.25)
 
 
-def _fractions(fractions: list[float]) -> list[str]:
+def _warnings_for(fractions: list[float]) -> list[str]:
   """The warnings of a meter whose intervals wait `fractions` of 10 s each."""
   clock, warnings = FakeClock(), []
   wait = meter(warnings, clock)
@@ -68,10 +68,10 @@ def _fractions(fractions: list[float]) -> list[str]:
 
 
 def test_warns_once_when_the_wait_stays_above_ten_percent_after_the_first_interval():
-  assert _fractions([0.9, 0.5]) == []  # the first interval (compile, start-up) does not count
-  assert _fractions([0.9, 0.5, 0.05, 0.2]) == []  # never two in a row
-  assert _fractions([0.0, 0.2, 0.1, 0.3]) == []  # 10% exactly is not above
-  warnings = _fractions([0.0, 0.05, 0.2, 0.3, 0.5, 0.6, 0.05, 0.4, 0.4])
+  assert _warnings_for([0.9, 0.5]) == []  # the first interval (compile, start-up) does not count
+  assert _warnings_for([0.9, 0.5, 0.05, 0.2]) == []  # never two in a row
+  assert _warnings_for([0.0, 0.2, 0.1, 0.3]) == []  # 10% exactly is not above
+  warnings = _warnings_for([0.0, 0.05, 0.2, 0.3, 0.5, 0.6, 0.05, 0.4, 0.4])
   assert len(warnings) == 1
   assert "20%, 30% of the last 2 log intervals" in warnings[0]
   assert "raise config.data.num_workers" in warnings[0]
