@@ -63,9 +63,10 @@ def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row:
 
 
 def host_batches(config, count: int):
-  """`count` consecutive real training batches as numpy (one process's rows = all rows)."""
+  """`count` consecutive real training batches as numpy (one process's rows = all rows), made
+  in this process (grain workers would only add their start-up to a few batches)."""
   pipeline = data_lib.Pipeline(config)
-  with pipeline.train_iterator(None, 0) as it:
+  with pipeline.train_iterator(None, 0, num_workers=0) as it:
     batches = [next(it) for _ in range(count)]
   return pipeline, batches
 

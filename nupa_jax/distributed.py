@@ -19,6 +19,11 @@ thing; whether to initialise, and with what, is decided here, in this order:
 
 Partial explicit settings with no launcher to fill in the rest are an error naming the
 missing flags: a process that guessed would wait for peers that never come.
+
+Leaving: an entry point that finished its work calls `shutdown()`, so that the processes meet
+once more and then leave the coordination service together, process 0 (which hosts it) last.
+A process that fails skips that meeting and exits at once with its error (see
+`_exit_at_once_on_error`), so the launcher sees the failure and stops the others.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from collections.abc import Callable, Mapping
 
 import jax
 from absl import flags
+from jax.experimental import multihost_utils
 
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"  # also read by jax.distributed itself
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
@@ -146,6 +152,23 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
       initialization_timeout=initialization_timeout)
   _exit_at_once_on_error()
   return settings
+
+
+def shutdown() -> None:
+  """Leaves the multi-process run in order, after this process's work succeeded; a no-op for
+  a single process.
+
+  Without it, each process leaves from Python's exit hooks as soon as its own work is done:
+  process 0 may stop the coordination service while a peer still talks to it (its last
+  checkpoint write, its heartbeats), and the peer prints gRPC UNAVAILABLE / CANCELLED errors
+  after a successful run. Here every process first waits for the others' device work
+  (a barrier over all devices), then JAX's own shutdown barrier lets every client disconnect
+  before process 0 stops the service; JAX's exit hook then finds nothing left to do.
+  """
+  if not jax.distributed.is_initialized():
+    return
+  multihost_utils.sync_global_devices("nupa_jax.distributed.shutdown")
+  jax.distributed.shutdown()
 
 
 def _exit_at_once_on_error() -> None:

@@ -48,6 +48,7 @@ def main(argv):
     sys.exit(2)
   print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
   print(results_lib.format_table(results))
+  distributed.shutdown()  # leave the other processes in order (no-op for one process)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def main(argv):
   distributed.initialize_from_flags()  # several processes (SLURM, TPU pod, launch/local.sh)
   try:
     trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+    distributed.shutdown()  # leave the other processes in order (no-op for one process)
   except trainer.ConfigError as e:
     print(f"config error: {e}", file=sys.stderr)
     sys.exit(2)

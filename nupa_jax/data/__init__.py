@@ -48,7 +48,9 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   rows take the longest probed sample, packed rows the mean row + 4 standard
                   deviations (rows are stratified by length, so that is tight), rounded up
                   to a multiple of 8.
-  num_workers     grain worker processes (mp_prefetch); 0 = generate in this process.
+  num_workers     grain worker processes (mp_prefetch); 0 = generate in this process; -1
+                  (default) = auto: 0 on a CPU-only process, else min(6 per local
+                  accelerator, usable CPUs - 1) (data/workers.py says why).
   exclude_test    never emit a frozen test question (default True) ...
   test_seed       ... of the test set built with this seed ...
   test_per_length ... and this many questions per task and length (the benchmark's 1000).

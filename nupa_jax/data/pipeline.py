@@ -2,8 +2,9 @@
 
 `Pipeline(config)` resolves everything that is fixed for a run once (mixture, test-set hashes,
 encoder, row length); its iterators are a grain `MapDataset` over global batch indices mapped
-by a `Batcher` for this process's rows, optionally spread over `num_workers` grain processes,
-then turned into one global array per field with `jax.make_array_from_process_local_data`.
+by a `Batcher` for this process's rows, spread over grain worker processes (by default as
+many as this process's devices need: data/workers.py), then turned into one global array per
+field with `jax.make_array_from_process_local_data`.
 The iterator's state is the index of the next global batch: the same integer in every process,
 enough to resume (with any number of processes) exactly where a run stopped.
 """
@@ -27,6 +28,7 @@ from nupa_jax.data import exclusion
 from nupa_jax.data import settings as settings_lib
 from nupa_jax.data import source as source_lib
 from nupa_jax.data import stream as stream_lib
+from nupa_jax.data import workers as workers_lib
 from nupa_jax.text import SampleEncoder
 
 SPLITS = {"train": stream_lib.TRAIN, "validation": stream_lib.VALIDATION}
@@ -114,6 +116,7 @@ class Pipeline:
                        f"up to {longest}: raise config.data.seq_len={self.seq_len} (0 sizes it "
                        f"automatically) or lower config.data.samples_per_row")
     self.expected_padding = 1 - mean_row / self.seq_len
+    self.num_workers = workers_lib.resolve(s.num_workers)
     # Each batcher gets its own copy: the encoder fills caches as it works, so a source in
     # use by one iterator's prefetch thread must not be shared with (or pickled for the
     # workers of) another.
@@ -178,7 +181,7 @@ class Pipeline:
     # Generating a batch is Python-bound: more threads than one only fight for the GIL.
     dataset = dataset.to_iter_dataset(grain.ReadOptions(num_threads=1,
                                                         prefetch_buffer_size=_PREFETCH))
-    workers = self.settings.num_workers if num_workers is None else num_workers
+    workers = self.num_workers if num_workers is None else num_workers
     if workers:
       if not flags.FLAGS.is_parsed():  # grain's workers read absl flags (docs/stack_notes.md)
         flags.FLAGS.mark_as_parsed()
@@ -237,4 +240,4 @@ def describe(pipeline: Pipeline) -> Mapping[str, Any]:
           "samples_per_row": s.samples_per_row, "packing": s.packing,
           "loss_on_padding": s.loss_on_padding,
           "cells": len(pipeline.mixture), "expected_padding": round(pipeline.expected_padding, 4),
-          "pool_size": s.pool_size, "num_workers": s.num_workers}
+          "pool_size": s.pool_size, "num_workers": pipeline.num_workers}

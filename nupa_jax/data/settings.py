@@ -18,6 +18,7 @@ from nupa_jax import settings as settings_lib
 from nupa_jax import tasks as tasks_lib
 from nupa_jax.benchmark import testset
 from nupa_jax.data import mixture as mixture_lib
+from nupa_jax.data import workers as workers_lib
 
 # Samples a row holds, by packing mode ("packed" reads config.data.samples_per_row).
 PACKINGS = {
@@ -35,7 +36,7 @@ _DEFAULTS = dict(
     loss_on_padding=False,
     seq_len=0,
     samples_per_row=16,
-    num_workers=0,
+    num_workers=workers_lib.AUTO,
     exclude_test=True,
     test_seed=0,
     test_per_length=1000,
@@ -58,7 +59,7 @@ class Settings:
   samples_per_row: int
   loss_on_padding: bool
   seq_len: int  # 0: sized from a probe of the stream (batches.py)
-  num_workers: int
+  num_workers: int  # workers_lib.AUTO: resolved by the pipeline (data/workers.py)
   exclude_test: bool
   test_seed: int
   test_per_length: int
@@ -96,8 +97,11 @@ class Settings:
     pool_size = data["pool_size"]
     if pool_size is not None and int(pool_size) < 1:
       raise ValueError(f"config.data.pool_size must be None (infinite) or >= 1, got {pool_size}")
-    if int(data["seq_len"]) < 0 or int(data["num_workers"]) < 0:
-      raise ValueError("config.data.seq_len and num_workers must be >= 0 (seq_len 0 = auto)")
+    if int(data["seq_len"]) < 0:
+      raise ValueError("config.data.seq_len must be >= 0 (0 = auto)")
+    if int(data["num_workers"]) < workers_lib.AUTO:
+      raise ValueError(f"config.data.num_workers must be >= 0 or {workers_lib.AUTO} (auto: "
+                       f"from the devices and CPUs)")
     return cls(
         mixture=mixture, seed=int(config.get("seed", 0)),
         pool_size=None if pool_size is None else int(pool_size),

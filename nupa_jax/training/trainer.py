@@ -32,6 +32,7 @@ from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
+from nupa_jax.training import data_wait
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.training import settings as settings_lib
 from nupa_jax.training import step as step_lib
@@ -105,6 +106,7 @@ class _Window:
     self.samples = 0
     self.start = time.perf_counter()
     self.paused = 0.0  # evaluation / checkpoint time, not counted as training time
+    self.data_wait = data_wait.DataWait()  # time in next(batches), per record
 
   def fetch(self) -> None:
     """Brings pending metrics to the host; raises DivergedError on a non-finite loss or
@@ -126,7 +128,8 @@ class _Window:
     record = {"step": step, "samples_seen": samples_seen, "loss": mean("loss"),
               "learning_rate": float(self.metrics[-1]["learning_rate"]),
               "grad_norm": mean("grad_norm"), "tokens_per_s": tokens / elapsed,
-              "samples_per_s": self.samples / elapsed}
+              "samples_per_s": self.samples / elapsed,
+              "data_wait_fraction": self.data_wait.interval(elapsed)}
     steps_per_s = len(self.metrics) / elapsed
     self.metrics, self.samples = [], 0
     self.start, self.paused = time.perf_counter(), 0.0
@@ -192,7 +195,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   window = _Window()
   with run.pipeline.train_iterator(run.batch_sharding, start_step=position) as batches:
     while step < total:
-      batch = next(batches)
+      batch = window.data_wait.next(batches)
       state, metrics = train_step(state, step_lib.device_batch(batch))
       step += 1
       samples_seen += int(batch["num_samples"])

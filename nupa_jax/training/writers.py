@@ -112,5 +112,6 @@ class Progress:
         f"step {step:>{width}}/{self.total}  loss {record['loss']:.4f}  "
         f"lr {record['learning_rate']:.2e}  |g| {record['grad_norm']:.3f}  "
         f"{record['samples_per_s']:,.0f} samples/s  {record['tokens_per_s']:,.0f} tok/s  "
+        f"data wait {record['data_wait_fraction']:.0%}  "
         f"seen {record['samples_seen']:,}  elapsed {_duration(time.time() - self.start)}  "
         f"eta {_duration(eta) if math.isfinite(eta) else '?'}")

@@ -6,11 +6,14 @@ config and global batch must give the same losses step by step and the same eval
 resume in 1 and vice versa, data position included, continuing with the losses of the
 uninterrupted run. In the default suite: the micro model on a (data 2, fsdp 2) mesh of 4
 devices, LLVM optimisation off (about a minute on 2 cores). Slow marker: the tiny preset on a
-(data 2, fsdp 2, tensor 2) mesh of 8 devices (about 4 minutes).
+(data 2, fsdp 2, tensor 2) mesh of 8 devices (about 4 minutes). Every successful run leaves
+jax.distributed in order (no gRPC UNAVAILABLE / CANCELLED lines); a process that raises fails
+the job with its status.
 """
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -53,22 +56,29 @@ def _skip_reason() -> str | None:
 
 
 def _start(workdir: pathlib.Path, processes: int, devices: int, flags: tuple[str, ...],
-           fast_compile: bool) -> subprocess.Popen:
-  env = dict(os.environ, PYTHON=sys.executable,
-             PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+           fast_compile: bool, module: str = "nupa_jax.train") -> subprocess.Popen:
+  path = [str(ROOT), str(pathlib.Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]
+  env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(filter(None, path)))
   env.pop("XLA_FLAGS", None)
   if fast_compile:
     env["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
   return subprocess.Popen(
-      [str(LOCAL_SH), "-n", str(processes), "-d", str(devices // processes), "-p", "cpu", "--",
-       *flags, f"--workdir={workdir}"],
+      [str(LOCAL_SH), "-n", str(processes), "-d", str(devices // processes), "-p", "cpu",
+       "-m", module, "--", *flags, f"--workdir={workdir}"],
       cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+# What a process prints when the coordination service goes away under it.
+GRPC_ERRORS = re.compile(r"^.*\b(UNAVAILABLE|CANCELLED)\b.*$", re.M)
+
+
 def _finish(*runs: subprocess.Popen) -> None:
+  """Waits for `runs`; each must succeed and leave jax.distributed without gRPC errors."""
   for run in runs:
     out, _ = run.communicate(timeout=900)
     assert run.returncode == 0, out[-4000:]
+    errors = [m.group(0) for m in GRPC_ERRORS.finditer(out)]
+    assert not errors, "\n".join(errors)
 
 
 def _records(workdir: pathlib.Path) -> list[dict]:
@@ -128,3 +138,14 @@ def test_one_and_two_processes_train_alike_and_share_checkpoints(tmp_path, devic
     assert {"event": "resume", "step": 2} in _records(resumed)
     assert _losses(resumed) == pytest.approx(reference, rel=1e-5)
     assert _evaluation(resumed) == pytest.approx(evaluation, rel=1e-6)
+
+
+def test_a_process_that_raises_fails_the_job_with_its_status(tmp_path):
+  reason = _skip_reason()
+  if reason:
+    pytest.skip(reason)
+  run = _start(tmp_path / "run", 2, 4, MICRO_4_DEVICES, True, module="failing_train")
+  out, _ = run.communicate(timeout=900)
+  assert run.returncode == 1, out[-4000:]  # the status of process 1's uncaught exception
+  assert "[p1] RuntimeError: process 1 fails on purpose" in out
+  assert "local.sh: process 1 exited with status 1; stopping the others" in out

@@ -41,9 +41,11 @@ def test_progress_line_shows_eta():
   out = io.StringIO()
   progress = writers.Progress(1000, stream=out)
   progress.log({"step": 100, "loss": 0.5, "learning_rate": 1e-3, "grad_norm": 0.25,
-                "samples_per_s": 6400.0, "tokens_per_s": 1e5, "samples_seen": 6400}, 10.0)
+                "samples_per_s": 6400.0, "tokens_per_s": 1e5, "samples_seen": 6400,
+                "data_wait_fraction": 0.125}, 10.0)
   line = out.getvalue()
   assert "step  100/1000" in line and "loss 0.5000" in line and "6,400 samples/s" in line
+  assert "data wait 12%" in line
   assert "eta 1:30" in line  # 900 steps at 10 steps/s
   quiet = io.StringIO()
   writers.Progress(10, enabled=False, stream=quiet).print("hidden")

@@ -1,0 +1,123 @@
+"""The real training command's throughput next to the step's, measured in one call.
+
+`benchmark_train.py` times the jitted train step on batches made beforehand; a researcher runs
+`python -m nupa_jax.train`, which also makes its batches as it goes, moves them to the devices,
+logs, and checkpoints. This script runs that command as it is (the pe family's defaults,
+`config.data.num_workers` included) for `--steps` steps, then times the step alone on the same
+config with `benchmark_train.time_nupa`, and prints both, so the gap between them is measured.
+
+The command's samples/s is that of its `train_metrics.jsonl` records after the first (which
+holds the compile and the data workers' start-up): all their samples over all their training
+time. Its final evaluation is cut to the validation loss (`eval.per_length=0`, no generation;
+`eval.every=0`, nothing before the end), which is outside the logged intervals anyway.
+
+  python benchmarks/benchmark_train_command.py --size=100m --steps=600
+  python benchmarks/benchmark_train_command.py --size=tiny --steps=20 --log_every=5 \\
+      --step_steps=3                                                  # CPU smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import jax
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # configs/ and benchmark_train
+import benchmark_train  # noqa: E402  (touches no device until it times)
+from configs import pe as pe_configs  # noqa: E402
+from nupa_jax.training import writers  # noqa: E402
+
+
+def command(size: str, pe: str, task: str, steps: int, log_every: int, workdir: pathlib.Path,
+            overrides: list[str]) -> list[str]:
+  """The `python -m nupa_jax.train` command line that is timed."""
+  return [sys.executable, "-m", "nupa_jax.train",
+          f"--config=configs/pe.py:pe={pe},task={task},size={size}", f"--workdir={workdir}",
+          f"--config.train.steps={steps}", f"--config.train.log_every={log_every}",
+          "--config.eval.per_length=0", "--config.eval.every=0",
+          *(f"--config.{item}" for item in overrides)]
+
+
+def steady_throughput(records: list[dict]) -> dict:
+  """samples/s and mean data wait over the step records after the first: all their samples
+  over all their training time (each record's samples / its samples_per_s)."""
+  steps = [r for r in records if "event" not in r]
+  if len(steps) < 2:
+    raise ValueError(f"{len(steps)} logged interval(s): the first holds the compile, so give "
+                     "--steps of at least 2 x --log_every")
+  later = list(zip(steps, steps[1:]))
+  samples = [b["samples_seen"] - a["samples_seen"] for a, b in later]
+  seconds = [n / b["samples_per_s"] for n, (_, b) in zip(samples, later)]
+  return {"samples_per_s": round(sum(samples) / sum(seconds)),
+          "data_wait_fraction": round(sum(w * b["data_wait_fraction"]
+                                          for w, (_, b) in zip(seconds, later)) / sum(seconds), 4),
+          "intervals": len(later)}
+
+
+def time_command(args, workdir: pathlib.Path) -> dict:
+  """Runs the training command; its steady throughput from its train_metrics.jsonl."""
+  argv = command(args.size, args.pe, args.task, args.steps, args.log_every, workdir,
+                 args.override)
+  print("$ " + " ".join(argv[1:]), file=sys.stderr, flush=True)
+  start = time.perf_counter()
+  result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+  wall_s = time.perf_counter() - start
+  if result.returncode:
+    raise SystemExit(f"the training command failed ({result.returncode}):\n"
+                     f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+  lines = (workdir / writers.METRICS_FILE).read_text().splitlines()
+  return {"impl": "train_command", "steps": args.steps, "log_every": args.log_every,
+          "wall_s": round(wall_s, 1), **steady_throughput([json.loads(x) for x in lines])}
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--size", default="100m")
+  parser.add_argument("--pe", default="rope")
+  parser.add_argument("--task", default="add_int")
+  parser.add_argument("--steps", type=int, default=600, help="steps of the training command")
+  parser.add_argument("--log_every", type=int, default=100,
+                      help="its log interval (the first interval is left out)")
+  parser.add_argument("--step_steps", type=int, default=30,
+                      help="timed steps per repeat of the step-only benchmark")
+  parser.add_argument("--workdir", default="", help="the command's run directory "
+                      "(default: a temporary one, deleted afterwards)")
+  parser.add_argument("--json", default="", help="append one JSON line per result here")
+  parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                      help="config override for both, repeatable: --override data.num_workers=8")
+  args = parser.parse_args(argv)
+
+  if args.workdir and pathlib.Path(args.workdir).exists():
+    raise SystemExit(f"--workdir={args.workdir} exists (the command would resume the run in "
+                     "it): name a new directory")
+  with tempfile.TemporaryDirectory() as scratch:
+    workdir = pathlib.Path(args.workdir or pathlib.Path(scratch) / "run")
+    run = time_command(args, workdir)  # first: this process holds no device yet
+  print(json.dumps(run), flush=True)
+  defaults = pe_configs.get_config(f"pe={args.pe},task={args.task},size={args.size}")
+  config = benchmark_train.make_config(args.size, args.pe, args.task,
+                                       int(defaults.train.batch_size),
+                                       int(defaults.data.samples_per_row), args.override)
+  step = benchmark_train.time_nupa(config, 8, args.step_steps)
+  print(json.dumps(step), flush=True)
+  if args.json:
+    with open(args.json, "a") as f:
+      for r in (run, step):
+        f.write(json.dumps({"size": args.size, **r}) + "\n")
+  print(f"\n{args.size}, batch {step['batch']}, devices: {jax.devices()}")
+  print(f"{'what':44} {'samples/s':>10}")
+  print(f"{'python -m nupa_jax.train (after the 1st log)':44} {run['samples_per_s']:10,d}   "
+        f"data wait {run['data_wait_fraction']:.0%}, {run['wall_s']:.0f} s in all")
+  print(f"{'train step only (benchmark_train.py)':44} {step['samples_per_s']:10,d}")
+  print(f"{'command / step':44} {run['samples_per_s'] / step['samples_per_s']:10.1%}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,62 @@
+"""benchmarks/benchmark_train_command.py: its steady-throughput arithmetic, and a CPU smoke run
+of the real training command next to the step-only figure."""
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "benchmark_train_command.py"
+
+
+def _module():
+  spec = importlib.util.spec_from_file_location("benchmark_train_command", SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_steady_throughput_leaves_out_the_first_interval_and_weighs_by_time():
+  records = [
+      {"step": 5, "samples_seen": 160, "samples_per_s": 10.0, "data_wait_fraction": 0.9},
+      {"event": "resume", "step": 5},
+      {"step": 10, "samples_seen": 320, "samples_per_s": 100.0, "data_wait_fraction": 0.5},
+      {"step": 15, "samples_seen": 480, "samples_per_s": 50.0, "data_wait_fraction": 0.2},
+  ]
+  # 160 samples in 1.6 s and 160 in 3.2 s: 320 / 4.8 s; wait (1.6 x 0.5 + 3.2 x 0.2) / 4.8.
+  assert _module().steady_throughput(records) == {
+      "samples_per_s": 67, "data_wait_fraction": 0.3, "intervals": 2}
+  with pytest.raises(ValueError, match="at least 2 x --log_every"):
+    _module().steady_throughput(records[:2])
+
+
+def test_times_the_command_and_the_step_on_cpu(tmp_path):
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_backend_optimization_level=0")
+  out = tmp_path / "results.jsonl"
+  result = subprocess.run(
+      [sys.executable, str(SCRIPT), "--size=tiny", "--steps=10", "--log_every=5",
+       "--step_steps=2", f"--json={out}", f"--workdir={tmp_path / 'run'}"],
+      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-4000:]
+  run, step = [json.loads(line) for line in out.read_text().splitlines()]
+  assert run["impl"] == "train_command" and step["impl"] == "nupa_jax"
+  assert run["intervals"] == 1 and run["samples_per_s"] > 0 and step["samples_per_s"] > 0
+  assert 0.0 <= run["data_wait_fraction"] <= 1.0
+  assert step["batch"] == 32  # the tiny preset's, as the command ran it
+  records = (tmp_path / "run" / "train_metrics.jsonl").read_text().splitlines()
+  assert [r["step"] for r in map(json.loads, records) if "event" not in r] == [5, 10]
+  assert "python -m nupa_jax.train (after the 1st log)" in result.stdout
+  assert "train step only (benchmark_train.py)" in result.stdout
+  assert "command / step" in result.stdout
+
+
+def test_refuses_an_existing_workdir(tmp_path):
+  result = subprocess.run([sys.executable, str(SCRIPT), f"--workdir={tmp_path}"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode != 0 and "would resume the run in it" in result.stderr
