@@ -4,8 +4,9 @@
       DIR/test.jsonl: one question a line, {"id", "task", "digits", "bucket", "a", "b",
       "prompt", "answer"}; DIR/nupa_test/: the same questions as a TFDS array_record dataset.
   score --test DIR --predictions FILE.jsonl [--out REPORT.json]
-      FILE.jsonl: {"id", "prediction"} lines (raw model text is fine: the answer is extracted
-      as in the paper). Prints a tasks x buckets table and writes REPORT.json.
+      FILE.jsonl: {"id", "prediction"} lines (raw model text is fine: the answer is the first
+      one after the `=` of the first line holding one, as evaluate_llm reads its replies; a
+      sign or characters glued to it make it wrong). Prints a tasks x buckets table and writes REPORT.json.
 """
 import argparse
 import json

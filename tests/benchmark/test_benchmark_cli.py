@@ -256,3 +256,27 @@ def test_scores_a_tfds_only_test_set(built, tmp_path, capsys):
   from_tfds, _, _ = score(built, predictions, tmp_path, capsys, test=test)
   assert from_tfds.pop("_meta")["scored"] == from_jsonl.pop("_meta")["scored"] > 0
   assert from_tfds == from_jsonl
+
+
+def test_run_on_replies_are_read_up_to_their_first_answer(built, tmp_path, capsys):
+  """A base model's raw reply goes on with a new question of its own: its answer is the first
+  one, as evaluate_llm reads it, not the last `=`'s. A sign makes an answer wrong."""
+  rows = {row["id"]: row for row in read_jsonl(built / "test.jsonl")
+          if row["task"] == "add_int" and row["digits"] <= 4}
+  ids = sorted(rows)  # add_int/3/0..3, add_int/4/0..3: the S bucket
+  right, negative, wrong_digit = ids[:4], ids[4:6], ids[6:]
+  lines = [{"id": i, "prediction": f" {rows[i]['answer']}\nAdd two numbers: 966 + 85 = 7"}
+           for i in right]
+  lines += [{"id": i, "prediction": f"{rows[i]['prompt']} -{rows[i]['answer']}\n= 1"}
+            for i in negative]
+  # The last digit changed: every other digit matches, and the length is right.
+  lines += [{"id": i, "prediction": " " + rows[i]["answer"][:-1]
+             + str((int(rows[i]["answer"][-1]) + 1) % 10) + "\n= " + rows[i]["answer"]}
+            for i in wrong_digit]
+  report, _, _ = score(built, write_predictions(tmp_path / "p.jsonl", lines), tmp_path, capsys)
+  answer_digits = {i: len(rows[i]["answer"]) for i in ids}
+  expected_dm = (4 + sum((answer_digits[i] - 1) / answer_digits[i] for i in wrong_digit)) / 8
+  s_bucket = report["add_int"]["S"]
+  assert s_bucket["n"] == 8 and s_bucket["exact_match"] == 4 / 8
+  assert s_bucket["digit_match"] == pytest.approx(expected_dm)
+  assert s_bucket["dlength"] == pytest.approx(sum(answer_digits[i] for i in negative) / 8)

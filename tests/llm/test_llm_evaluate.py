@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nupa_jax import evaluate_llm
+from nupa_jax import metrics
 from nupa_jax import tasks
 from nupa_jax.benchmark import build
 from nupa_jax.benchmark.__main__ import main as benchmark_main
@@ -58,7 +59,7 @@ def test_scores_a_checkpoint_like_benchmark_score(bench, checkpoint, tmp_path):
     continuation = llm_testing.hf_greedy(reference, ids, 48, eos=tokenizer.eos_token_id)
     expected = tokenizer.decode(continuation, skip_special_tokens=True)
     assert row["reply"] and expected.startswith(row["reply"])
-    assert row["prediction"] == prompts.reply_answer_text(row["reply"], "int")
+    assert row["prediction"] == metrics.answer_text(row["reply"], "int")
 
   report = json.loads((out / "REPORT.json").read_text())
   assert benchmark_main(["score", "--test", str(bench), "--predictions",
