@@ -5,12 +5,11 @@ Evaluates a saved checkpoint of a training run on the frozen NUPA test set and w
 `DIR/eval/step_{N}.json` and `DIR/eval/latest.json` (the trainer's layout), then prints the
 S/M/L/XL table.
 """
-import sys
-
 from absl import app
 from absl import flags
 from absl import logging
 
+from nupa_jax import cli
 from nupa_jax import distributed
 from nupa_jax.evaluation import evaluator
 
@@ -26,21 +25,18 @@ distributed.define_flags()
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)
   distributed.initialize_from_flags()
   if _CHECKPOINT.value not in ("best", "latest") and not _CHECKPOINT.value.isdigit():
-    raise app.UsageError(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
-  try:
+    cli.fail(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
+  with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
     step, results = evaluator.evaluate_checkpoint(_WORKDIR.value, _CHECKPOINT.value,
                                                   _TASKS.value, _PER_LENGTH.value)
-  except (FileNotFoundError, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   print(f"checkpoint step {step} of {_WORKDIR.value}:")
   print(evaluator.format_table(results))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

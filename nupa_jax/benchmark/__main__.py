@@ -13,6 +13,7 @@ import json
 import sys
 import time
 
+from nupa_jax import cli
 from nupa_jax.benchmark import build
 from nupa_jax.benchmark import files
 from nupa_jax.benchmark import scoring
@@ -22,6 +23,7 @@ _FORMATS = {"jsonl": ("jsonl",), "tfds": ("tfds",), "both": build.FORMATS}
 
 def _build(args: argparse.Namespace) -> None:
   names = [name.strip() for name in args.tasks.split(",") if name.strip()] if args.tasks else None
+  cli.output_dir(args.out, "--out")
   start = time.perf_counter()
   counts = build.build(args.out, seed=args.seed, per_length=args.per_length, task_names=names,
                        formats=_FORMATS[args.format], workers=args.workers)
@@ -51,7 +53,7 @@ def _score(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(prog="python -m nupa_jax.benchmark", description=__doc__,
+  parser = cli.ArgumentParser(prog="python -m nupa_jax.benchmark", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   commands = parser.add_subparsers(dest="command", required=True)
   b = commands.add_parser("build", help="write the frozen test set")
@@ -72,11 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
   args = parse_args(argv)
-  try:
+  with cli.usage_errors(ValueError, *cli.PATH_ERRORS):  # a bad file or name: status 2
     args.run(args)
-  except (scoring.PredictionFileError, FileNotFoundError, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
   return 0
 
 

@@ -29,6 +29,7 @@ import tqdm
 from flax import nnx
 from jax.experimental import multihost_utils
 
+from nupa_jax import cli
 from nupa_jax import metrics
 from nupa_jax import sharding as sharding_lib
 from nupa_jax import tasks as tasks_lib
@@ -132,6 +133,7 @@ def evaluate(options: Options) -> dict:
   report."""
   if not options.model:
     raise ValueError("evaluating needs --model DIR (a Hugging Face checkpoint directory)")
+  out = pathlib.Path(cli.output_dir(options.out or default_out(options), "--out"))
   questions = load_test(options)
   encoder = PromptEncoder(options.model, chat=options.chat, shots=options.shots,
                           shot_seed=options.seed, exclude=_exclude(questions))
@@ -146,7 +148,6 @@ def evaluate(options: Options) -> dict:
       model=options.model, test=options.test, shots=options.shots, chat=encoder.chat,
       temperature=options.temperature, top_p=options.top_p, seed=options.seed,
       dtype=options.dtype, per_length=options.per_length, mesh=dict(mesh.shape))
-  out = pathlib.Path(options.out or default_out(options))
   report["_meta"]["out"] = str(out)
   if jax.process_index() == 0:
     out.mkdir(parents=True, exist_ok=True)

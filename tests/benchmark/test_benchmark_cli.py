@@ -135,6 +135,12 @@ def test_fast_writer_matches_tfds_own_builder(tmp_path):
   assert nupa_test.Builder.name == nupa_test.NAME
 
 
+def assert_usage_error(argv: list[str]) -> None:
+  with pytest.raises(SystemExit) as exit_info:
+    main(argv)
+  assert exit_info.value.code == 2
+
+
 def write_predictions(path: pathlib.Path, rows: list[dict]) -> pathlib.Path:
   path.write_text("".join(json.dumps(row) + "\n" for row in rows))
   return path
@@ -218,7 +224,7 @@ def test_malformed_prediction_file_names_file_and_line(built, tmp_path, capsys, 
                                                        reason):
   predictions = tmp_path / "bad.jsonl"
   predictions.write_text("\n".join(lines) + "\n")
-  assert main(["score", "--test", str(built), "--predictions", str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(built), "--predictions", str(predictions)])
   err = capsys.readouterr().err
   assert f"{predictions}:{line}:" in err and reason in err
 
@@ -227,19 +233,20 @@ def test_malformed_prediction_file_exits_nonzero(built, tmp_path):
   predictions = tmp_path / "bad.jsonl"
   predictions.write_text('{"id": "add_int/3/0", "prediction": "1"}\n{"id": \n')
   result = run_cli("score", "--test", str(built), "--predictions", str(predictions))
-  assert result.returncode != 0 and f"{predictions}:2:" in result.stderr
+  assert result.returncode == 2 and f"{predictions}:2:" in result.stderr
+  assert len(result.stderr.splitlines()) == 1
 
 
 def test_no_matching_prediction_is_an_error(built, tmp_path, capsys):
   predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "x", "prediction": "1"}])
-  assert main(["score", "--test", str(built), "--predictions", str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(built), "--predictions", str(predictions)])
   assert "ids look like 'add_int/3/0'" in capsys.readouterr().err
 
 
 def test_missing_test_set_says_how_to_build_one(tmp_path, capsys):
   predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "x", "prediction": "1"}])
-  assert main(["score", "--test", str(tmp_path / "none"), "--predictions",
-               str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(tmp_path / "none"), "--predictions",
+                      str(predictions)])
   assert "python -m nupa_jax.benchmark build --out" in capsys.readouterr().err
   assert not (tmp_path / "none").exists()
 

@@ -85,10 +85,12 @@ def test_exports_prompts_for_api_models(bench, tmp_path):
 
 
 def test_cli_errors_name_the_fix(bench, capsys):
-  assert evaluate_llm.main(["--test", str(bench)]) == 1
-  assert "needs --model DIR" in capsys.readouterr().err
-  assert evaluate_llm.main(["--test", str(bench), "--tasks", "sub_int", "--model", "x"]) == 1
-  assert "has no question of the tasks sub_int" in capsys.readouterr().err
+  for args, message in [([], "needs --model DIR"),
+                        (["--tasks", "sub_int", "--model", "x"],
+                         "has no question of the tasks sub_int")]:
+    with pytest.raises(SystemExit) as exit_info:
+      evaluate_llm.main(["--test", str(bench), *args])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
   with pytest.raises(SystemExit):
     evaluate_llm.parse_args(["--test", "x", "--top-p", "0.9"])
   assert "--top-p applies to sampling" in capsys.readouterr().err
