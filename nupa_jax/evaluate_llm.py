@@ -4,7 +4,8 @@
 
 Scores a local Hugging Face checkpoint (Llama 2 / 3 / 3.1, Qwen2) on a test set built by
 `python -m nupa_jax.benchmark build`, with the paper's prompts, and writes predictions.jsonl
-and REPORT.json (the layout of `benchmark score`) to --out. With `--export-prompts FILE` it
+and REPORT.json (the layout of `benchmark score`) to --out, predictions batch by batch: a
+stopped run resumes when rerun with the same settings and --out. With `--export-prompts FILE` it
 writes the prompts instead (no model needed), for an API model whose answers `benchmark
 score` then scores. The implementation is `nupa_jax.llm.evaluation`.
 """
@@ -26,7 +27,7 @@ def _mesh(text: str) -> dict[str, int]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
   parser = cli.ArgumentParser(prog="python -m nupa_jax.evaluate_llm", description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model", help="Hugging Face checkpoint directory")
   parser.add_argument("--test", required=True, help="test set directory (benchmark build)")
   parser.add_argument("--out", help="output directory (default nupa_llm_eval/NAME_Kshot)")

@@ -25,8 +25,8 @@ def _log(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
   parser = cli.ArgumentParser(prog="python -m nupa_jax.report", description=__doc__,
-                                   epilog="paper file format:\n\n" + paper.FORMAT,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+                              epilog="paper file format:\n\n" + paper.FORMAT,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--workdirs", nargs="+", required=True, type=pathlib.Path, metavar="DIR",
                       help="run workdirs, sweep folders and `benchmark score` REPORT.json files")
   parser.add_argument("--out", required=True, type=pathlib.Path,

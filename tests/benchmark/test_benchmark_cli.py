@@ -11,6 +11,7 @@ import tensorflow_datasets as tfds
 
 from nupa_jax import metrics
 from nupa_jax import tasks
+from nupa_jax.benchmark import files
 from nupa_jax.benchmark import testset
 from nupa_jax.benchmark.__main__ import main
 from nupa_jax.benchmark.nupa_test import nupa_test_dataset_builder as nupa_test
@@ -287,3 +288,26 @@ def test_run_on_replies_are_read_up_to_their_first_answer(built, tmp_path, capsy
   assert s_bucket["n"] == 8 and s_bucket["exact_match"] == 4 / 8
   assert s_bucket["digit_match"] == pytest.approx(expected_dm)
   assert s_bucket["dlength"] == pytest.approx(sum(answer_digits[i] for i in negative) / 8)
+
+
+def test_score_tasks_and_per_length_score_the_first_questions_of_each_length(built, tmp_path,
+                                                                            capsys):
+  digits = tasks.get("add_int").test_digits
+  selected, held = files.select_questions(built, ["add_int"], per_length=2)
+  assert held == PER_LENGTH * len(digits)
+  assert [q.id for q in selected["add_int"]] == [f"add_int/{d}/{i}" for d in digits
+                                                 for i in (0, 1)]
+  # Right answers for the selected questions, wrong ones for the others: a full score.
+  rows = [row for row in read_jsonl(built / "test.jsonl") if row["task"] == "add_int"]
+  lines = [{"id": row["id"], "prediction": row["answer"] if row["id"].endswith(("/0", "/1"))
+            else "0"} for row in rows]
+  predictions = write_predictions(tmp_path / "p.jsonl", lines)
+  out = tmp_path / "R.json"
+  assert main(["score", "--test", str(built), "--predictions", str(predictions), "--out",
+               str(out), "--tasks", "add_int", "--per-length", "2"]) == 0
+  report = json.loads(out.read_text())
+  assert sorted(report) == ["_meta", "add_int"]
+  assert all(report["add_int"][b]["exact_match"] == 1.0 for b in metrics.BUCKET_NAMES)
+  assert report["_meta"]["scored"] == 2 * len(digits)
+  assert report["_meta"]["unknown"] == 2 * len(digits)  # the questions left out
+  assert "left out by --tasks / --per-length" in capsys.readouterr().err
