@@ -13,6 +13,10 @@ A key is one of:
 Extra `--config.a.b=v` flags go to every run. Each run trains in SWEEP_DIR/NAME (NAME built
 from its grid values, e.g. `pe-rope_task-add_int_seed-0`) with `PY -m nupa_jax.train`.
 
+Every run's config is built first, as its trainer will build it: a config argument the family
+rejects or an override of a field that does not exist refuses the whole sweep, before any run
+starts, with one line naming the fix and exit status 2 (as every usage error).
+
 SWEEP_DIR/sweep.json records the sweep for the report tool (`python -m nupa_jax.report
 --workdirs SWEEP_DIR`): {"config", "grid", "overrides", "runner", "runs": [{"name", "workdir",
 "args", "command", "status", ...}]}.
@@ -42,6 +46,11 @@ import signal
 import subprocess
 import sys
 import time
+
+# The runs import the project and its configs from the current directory (`python -m
+# nupa_jax.train`); so does the check of their configs before any of them starts.
+sys.path.insert(0, os.getcwd())
+from nupa_jax import cli  # pylint: disable=wrong-import-position
 
 SEED_FLAGS = ("--config.seed",)
 SWEEP_FILE = "sweep.json"
@@ -100,6 +109,17 @@ def expand(config: str, grid: dict[str, list[str]], overrides: list[str], out: s
     runs.append({"name": name, "workdir": workdir, "args": args, "argv": argv,
                  "command": shlex.join(argv)})
   return runs
+
+
+def check_configs(runs: list[dict]) -> None:
+  """Builds every run's config as its trainer will (config arguments, then overrides), so that
+  a typo refuses the whole sweep before any run starts."""
+  for run in runs:
+    config_args = [arg for arg in run["argv"][3:] if not arg.startswith("--workdir=")]
+    try:
+      cli.check_config_args(config_args)
+    except cli.UsageError as e:
+      raise cli.UsageError(f"run {run['name']}: {e}") from e
 
 
 class Sweep:
@@ -277,7 +297,7 @@ def run_slurm(sweep: Sweep, sbatch_args: list[str], max_parallel: int, dry_run: 
 
 
 def main(argv: list[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(
+  parser = cli.ArgumentParser(
       description=__doc__.split("\n\n", 1)[0],
       epilog="Extra --config.a.b=v flags are passed to every run.")
   parser.add_argument("--config", required=True, help="configs/FAMILY.py[:fixed=args]")
@@ -307,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = expand(args.config, grid, overrides, out, args.python)
   except ValueError as e:
     parser.error(str(e))
+  with cli.usage_errors():
+    check_configs(runs)
+    if args.runner != "print":
+      cli.output_dir(out, "--out")
   if args.runner == "print":
     for run in runs:
       print(run["command"])

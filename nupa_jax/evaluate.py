@@ -6,12 +6,11 @@ Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writ
 -- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
 an evaluation with other settings -- and prints the S/M/L/XL table.
 """
-import sys
-
 from absl import app
 from absl import flags
 from absl import logging
 
+from nupa_jax import cli
 from nupa_jax import distributed
 from nupa_jax import saved_run
 from nupa_jax.evaluation import results as results_lib
@@ -32,24 +31,21 @@ distributed.define_flags()
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)
   distributed.initialize_from_flags()
   if _CHECKPOINT.value not in ("best", "latest") and not _CHECKPOINT.value.isdigit():
-    raise app.UsageError(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
-  try:
-    greedy = None if _DECODING.value == "run" else _DECODING.value == "greedy"
+    cli.fail(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
+  greedy = None if _DECODING.value == "run" else _DECODING.value == "greedy"
+  with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
     step, results, path = saved_run.evaluate_checkpoint(
         _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
         out=_OUT.value)
-  except (FileNotFoundError, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
   print(results_lib.format_table(results))
   distributed.shutdown()  # leave the other processes in order (no-op for one process)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

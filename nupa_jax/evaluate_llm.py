@@ -4,13 +4,15 @@
 
 Scores a local Hugging Face checkpoint (Llama 2 / 3 / 3.1, Qwen2) on a test set built by
 `python -m nupa_jax.benchmark build`, with the paper's prompts, and writes predictions.jsonl
-and REPORT.json (the layout of `benchmark score`) to --out. With `--export-prompts FILE` it
+and REPORT.json (the layout of `benchmark score`) to --out, predictions batch by batch: a
+stopped run resumes when rerun with the same settings and --out. With `--export-prompts FILE` it
 writes the prompts instead (no model needed), for an API model whose answers `benchmark
 score` then scores. The implementation is `nupa_jax.llm.evaluation`.
 """
 import argparse
 import sys
 
+from nupa_jax import cli
 from nupa_jax.benchmark import scoring
 from nupa_jax.llm import evaluation
 
@@ -24,8 +26,8 @@ def _mesh(text: str) -> dict[str, int]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(prog="python -m nupa_jax.evaluate_llm", description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = cli.ArgumentParser(prog="python -m nupa_jax.evaluate_llm", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model", help="Hugging Face checkpoint directory")
   parser.add_argument("--test", required=True, help="test set directory (benchmark build)")
   parser.add_argument("--out", help="output directory (default nupa_llm_eval/NAME_Kshot)")
@@ -61,15 +63,12 @@ def main(argv: list[str] | None = None) -> int:
       per_length=args.per_length, shots=args.shots, chat=args.chat,
       temperature=args.temperature, top_p=args.top_p, seed=args.seed,
       batch_size=args.batch_size, dtype=args.dtype, mesh=args.mesh)
-  try:
+  with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
     if args.export_prompts:
       count = evaluation.export_prompts(options, args.export_prompts)
       print(f"wrote {count:,} prompts to {args.export_prompts}", file=sys.stderr)
       return 0
     report = evaluation.evaluate(options)
-  except (FileNotFoundError, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
   print(scoring.format_table(report))
   print(f"wrote {report['_meta']['out']}/{{{evaluation.PREDICTIONS},{evaluation.REPORT}}}",
         file=sys.stderr)

@@ -71,15 +71,42 @@ _ANSWER_PATTERNS = {
 }
 
 
-def extract_answer(text: str, repr_name: str) -> str:
-  """The answer in raw model text: the first match of the answer format after the last `=`.
+# Characters that, written against a matched answer, make it another string: a sign before it
+# (NUPA has no negative answers), letters, digits or a number's separators glued to either side
+# (`12a`, `1,234`, `3.14.15`). A `.` or `,` that ends a sentence is not glued to anything.
+_TOKEN = re.compile(r"[-+\u2212]?\w+(?:[.,/]\w+)*")
 
-  Without an `=` the whole text is searched; without a match the answer is empty (which
-  `score` counts as wrong everywhere). Only the matched characters are kept, as written.
-  """
+
+def _answer_match(text: str, repr_name: str) -> re.Match | None:
+  return _ANSWER_PATTERNS[repr_name].search(text, text.rfind("=") + 1)
+
+
+def answer_text(text: str, repr_name: str) -> str:
+  """`text` up to the end of its first line holding an answer of `repr_name` (all of it when
+  none does). A base model goes on after its answer (a new line, often a new question with its
+  own `=`), so its reply is read only up to there."""
   numbers.check_repr(repr_name)
-  match = _ANSWER_PATTERNS[repr_name].search(text, text.rfind("=") + 1)
-  return match.group() if match else ""
+  lines = text.split("\n")
+  for i, line in enumerate(lines):
+    if _answer_match(line, repr_name):
+      return "\n".join(lines[:i + 1])
+  return text
+
+
+def extract_answer(text: str, repr_name: str) -> str:
+  """The answer in raw model text, as the paper reads it: on the first line holding an answer
+  (`answer_text`), the first match of the answer's format after the line's last `=` (without
+  an `=` the whole line is searched).
+
+  Without a match the answer is empty (which `score` counts as wrong everywhere). The match is
+  returned as written together with any sign or characters glued to it (`-1234`, `1,234`,
+  `12a`), which then score as wrong: NUPA's answers are unsigned numbers of one format.
+  """
+  line = answer_text(text, repr_name).rpartition("\n")[2]
+  match = _answer_match(line, repr_name)
+  if not match:
+    return ""
+  return next(t.group() for t in _TOKEN.finditer(line) if t.start() <= match.start() < t.end())
 
 
 def score(prediction: str, truth: str, repr_name: str) -> dict[str, float]:

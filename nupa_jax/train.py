@@ -1,8 +1,9 @@
 """`python -m nupa_jax.train --config=configs/FAMILY.py[:ARGS] --workdir=DIR [--config.a.b=v]`
 
 Trains a model as the config says, evaluating and checkpointing as it goes; rerunning the
-same command in the same workdir resumes. A config that cannot run exits with status 2 and
-a message naming the fix; a diverged run (NaN / inf loss) exits with status 1.
+same command in the same workdir resumes. A command line or config that cannot run (a config
+field that does not exist, an unknown name, a workdir that is a file) exits with status 2 and
+one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 1.
 """
 import sys
 
@@ -11,6 +12,7 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
+from nupa_jax import cli
 from nupa_jax import distributed
 from nupa_jax.training import trainer
 
@@ -23,20 +25,20 @@ distributed.define_flags()
 
 def main(argv):
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
   if not flags.FLAGS["verbosity"].present:  # orbax logs every save step by step at INFO
     logging.set_verbosity(logging.WARNING)
+  with cli.usage_errors():
+    cli.output_dir(_WORKDIR.value, "--workdir")
   distributed.initialize_from_flags()  # several processes (SLURM, TPU pod, launch/local.sh)
   try:
-    trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+    with cli.usage_errors(trainer.ConfigError, label="config error"):
+      trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
     distributed.shutdown()  # leave the other processes in order (no-op for one process)
-  except trainer.ConfigError as e:
-    print(f"config error: {e}", file=sys.stderr)
-    sys.exit(2)
   except trainer.DivergedError as e:
     print(f"training diverged: {e}", file=sys.stderr)
     sys.exit(1)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -92,7 +92,17 @@ def test_random_predictions_against_a_padding_reference():
     ("The answer is 1051.", "int", "1051"),                        # no "=": whole text
     ("12 + 5 = 17, so the answer is 17. Check: 17 - 5 = 12", "int", "12"),   # after the last =
     (" = The answer is 0012", "int", "0012"),                       # kept as written
-    ("= The answer is 1,234", "int", "1"),                          # first match only
+    ("= The answer is 1,234", "int", "1,234"),                      # glued: kept, so wrong
+    ("= The answer is **1234**.", "int", "1234"),                   # markup and full stop
+    ("966 + 85 = -1051", "int", "-1051"),                           # a sign is kept: wrong
+    ("= \u22121051", "int", "\u22121051"),                          # so is a minus sign
+    ("= +1051", "int", "+1051"),
+    ("= 1051abc", "int", "1051abc"),
+    ("= 3.14.15", "float", "3.14.15"),
+    ("12 - 5 = 7", "int", "7"),                                     # a minus between numbers
+    (" 1051\nAdd two numbers: 966 + 85 = 7", "int", "1051"),        # run-on: first answer line
+    ("Add two numbers: 966 + 85 = 1051\nAdd two numbers: 1 + 2 = 3", "int", "1051"),
+    ("Sure.\nThe answer is 1.5e3.\n= 2.5e3", "sci", "1.5e3"),       # lines without an answer
     ("x = 3", "float", ""),                                         # no float after "="
     ("= The answer is 3.14.", "float", "3.14"),
     ("1/2 + 1/4 = 3/4", "frac", "3/4"),
@@ -104,6 +114,23 @@ def test_random_predictions_against_a_padding_reference():
 ])
 def test_extract_answer(text, repr_name, expected):
   assert metrics.extract_answer(text, repr_name) == expected
+
+
+@pytest.mark.parametrize("reply, answer_repr, expected", [
+    (" 579\nDirectly return ... Add two numbers: 3 + 4 = 7", "int", " 579"),
+    ("123 + 456 = 579\n", "int", "123 + 456 = 579"),
+    ("Sure.\nThe answer is 1.5e3.", "sci", "Sure.\nThe answer is 1.5e3."),
+    ("no number here\nat all", "frac", "no number here\nat all"),
+])
+def test_a_reply_is_read_up_to_its_first_answer_line(reply, answer_repr, expected):
+  assert metrics.answer_text(reply, answer_repr) == expected
+  assert metrics.extract_answer(reply, answer_repr) == metrics.extract_answer(expected,
+                                                                              answer_repr)
+
+
+def test_a_signed_or_glued_answer_scores_as_no_answer():
+  for text in ("= -1234", "= 1234x", "= 12,34"):
+    assert _triple(metrics.extract_answer(text, "int"), "1234", "int") == (0, 0, 4)
 
 
 def test_extract_answer_rejects_unknown_representation():

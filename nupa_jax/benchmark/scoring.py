@@ -1,7 +1,9 @@
 """Score a predictions file against a built test set: the report behind `benchmark score`.
 
 Predictions are JSONL lines `{"id": ..., "prediction": ...}` with raw model text; the answer is
-extracted as in the paper (`metrics.extract_answer`) and scored with `metrics.score`. Tasks with
+extracted as in the paper and as `evaluate_llm` reads its replies (`metrics.extract_answer`: the
+first answer after the `=` of the first line holding one, a sign or glued characters counting
+against it) and scored with `metrics.score`. Tasks with
 no prediction at all are left out of the report; within a reported task a question without a
 prediction scores as an empty answer (so a partial file cannot look better than it is).
 """

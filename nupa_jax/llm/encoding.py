@@ -120,9 +120,7 @@ class PromptEncoder:
 
   def decode_answer(self, task: str, generated: Sequence[int] | np.ndarray) -> str:
     """The answer in a generated reply, extracted as the paper does ("" if none)."""
-    answer_repr = tasks.get(task).answer_repr
-    text = prompts.reply_answer_text(self.reply(generated), answer_repr)
-    return metrics.extract_answer(text, answer_repr)
+    return metrics.extract_answer(self.reply(generated), tasks.get(task).answer_repr)
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> PromptEncoder:

@@ -8,10 +8,8 @@ each, then the question; as chat, a user / assistant turn each, then the questio
 The examples of a task are fixed (drawn from their own seeded generators, never the test
 set's) and never the question being asked.
 
-Replies are scored as the paper does: the first match of the answer's format after the `=`
-(`metrics.extract_answer`). A base model goes on after its answer (a new line, often a new
-question with its own `=`), so `reply_answer_text` first cuts a reply after the first line that
-holds an answer.
+Replies are read by `metrics.extract_answer`, as `benchmark score` reads any model's text: the
+first answer after the `=` of the reply's first line holding one (`metrics.answer_text`).
 """
 from __future__ import annotations
 
@@ -21,7 +19,6 @@ from collections.abc import Collection
 
 import numpy as np
 
-from nupa_jax import metrics
 from nupa_jax import tasks
 
 SHOT_STREAM = 0x5107  # seeds shot generators apart from the test set's (testset.question_rng)
@@ -84,12 +81,3 @@ def system_message(task_name: str) -> str:
   """The paper's system message for API models, for the task's answer format."""
   return SYSTEM.format(regex=ANSWER_REGEX[tasks.get(task_name).answer_repr])
 
-
-def reply_answer_text(reply: str, answer_repr: str) -> str:
-  """The reply up to the end of its first line holding an answer of `answer_repr` (all of it
-  when none does): what `metrics.extract_answer` / `benchmark score` should read."""
-  lines = reply.split("\n")
-  for i in range(len(lines)):
-    if metrics.extract_answer(lines[i], answer_repr):
-      return "\n".join(lines[:i + 1])
-  return reply

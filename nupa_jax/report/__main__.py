@@ -13,6 +13,7 @@ import argparse
 import pathlib
 import sys
 
+from nupa_jax import cli
 from nupa_jax.report import paper, scales
 from nupa_jax.report.build import make_report
 from nupa_jax.report.loading import ReportError
@@ -23,9 +24,9 @@ def _log(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m nupa_jax.report", description=__doc__,
-                                   epilog="paper file format:\n\n" + paper.FORMAT,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = cli.ArgumentParser(prog="python -m nupa_jax.report", description=__doc__,
+                              epilog="paper file format:\n\n" + paper.FORMAT,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--workdirs", nargs="+", required=True, type=pathlib.Path, metavar="DIR",
                       help="run workdirs, sweep folders and `benchmark score` REPORT.json files")
   parser.add_argument("--out", required=True, type=pathlib.Path,
@@ -40,11 +41,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="paper files (repeatable): each of their tables is written with our "
                            "values beside the paper's; format below")
   args = parser.parse_args(argv)
-  try:
+  with cli.usage_errors(ReportError, *cli.PATH_ERRORS):
+    cli.output_dir(args.out, "--out")
     path = make_report(args.workdirs, args.out, args.metric, args.labels, _log,
                        args.paper)
-  except ReportError as e:
-    parser.exit(2, f"error: {e}\n")
   print(path)
   return 0
 

@@ -11,6 +11,7 @@ import tensorflow_datasets as tfds
 
 from nupa_jax import metrics
 from nupa_jax import tasks
+from nupa_jax.benchmark import files
 from nupa_jax.benchmark import testset
 from nupa_jax.benchmark.__main__ import main
 from nupa_jax.benchmark.nupa_test import nupa_test_dataset_builder as nupa_test
@@ -135,6 +136,12 @@ def test_fast_writer_matches_tfds_own_builder(tmp_path):
   assert nupa_test.Builder.name == nupa_test.NAME
 
 
+def assert_usage_error(argv: list[str]) -> None:
+  with pytest.raises(SystemExit) as exit_info:
+    main(argv)
+  assert exit_info.value.code == 2
+
+
 def write_predictions(path: pathlib.Path, rows: list[dict]) -> pathlib.Path:
   path.write_text("".join(json.dumps(row) + "\n" for row in rows))
   return path
@@ -218,7 +225,7 @@ def test_malformed_prediction_file_names_file_and_line(built, tmp_path, capsys, 
                                                        reason):
   predictions = tmp_path / "bad.jsonl"
   predictions.write_text("\n".join(lines) + "\n")
-  assert main(["score", "--test", str(built), "--predictions", str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(built), "--predictions", str(predictions)])
   err = capsys.readouterr().err
   assert f"{predictions}:{line}:" in err and reason in err
 
@@ -227,19 +234,20 @@ def test_malformed_prediction_file_exits_nonzero(built, tmp_path):
   predictions = tmp_path / "bad.jsonl"
   predictions.write_text('{"id": "add_int/3/0", "prediction": "1"}\n{"id": \n')
   result = run_cli("score", "--test", str(built), "--predictions", str(predictions))
-  assert result.returncode != 0 and f"{predictions}:2:" in result.stderr
+  assert result.returncode == 2 and f"{predictions}:2:" in result.stderr
+  assert len(result.stderr.splitlines()) == 1
 
 
 def test_no_matching_prediction_is_an_error(built, tmp_path, capsys):
   predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "x", "prediction": "1"}])
-  assert main(["score", "--test", str(built), "--predictions", str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(built), "--predictions", str(predictions)])
   assert "ids look like 'add_int/3/0'" in capsys.readouterr().err
 
 
 def test_missing_test_set_says_how_to_build_one(tmp_path, capsys):
   predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "x", "prediction": "1"}])
-  assert main(["score", "--test", str(tmp_path / "none"), "--predictions",
-               str(predictions)]) != 0
+  assert_usage_error(["score", "--test", str(tmp_path / "none"), "--predictions",
+                      str(predictions)])
   assert "python -m nupa_jax.benchmark build --out" in capsys.readouterr().err
   assert not (tmp_path / "none").exists()
 
@@ -256,3 +264,50 @@ def test_scores_a_tfds_only_test_set(built, tmp_path, capsys):
   from_tfds, _, _ = score(built, predictions, tmp_path, capsys, test=test)
   assert from_tfds.pop("_meta")["scored"] == from_jsonl.pop("_meta")["scored"] > 0
   assert from_tfds == from_jsonl
+
+
+def test_run_on_replies_are_read_up_to_their_first_answer(built, tmp_path, capsys):
+  """A base model's raw reply goes on with a new question of its own: its answer is the first
+  one, as evaluate_llm reads it, not the last `=`'s. A sign makes an answer wrong."""
+  rows = {row["id"]: row for row in read_jsonl(built / "test.jsonl")
+          if row["task"] == "add_int" and row["digits"] <= 4}
+  ids = sorted(rows)  # add_int/3/0..3, add_int/4/0..3: the S bucket
+  right, negative, wrong_digit = ids[:4], ids[4:6], ids[6:]
+  lines = [{"id": i, "prediction": f" {rows[i]['answer']}\nAdd two numbers: 966 + 85 = 7"}
+           for i in right]
+  lines += [{"id": i, "prediction": f"{rows[i]['prompt']} -{rows[i]['answer']}\n= 1"}
+            for i in negative]
+  # The last digit changed: every other digit matches, and the length is right.
+  lines += [{"id": i, "prediction": " " + rows[i]["answer"][:-1]
+             + str((int(rows[i]["answer"][-1]) + 1) % 10) + "\n= " + rows[i]["answer"]}
+            for i in wrong_digit]
+  report, _, _ = score(built, write_predictions(tmp_path / "p.jsonl", lines), tmp_path, capsys)
+  answer_digits = {i: len(rows[i]["answer"]) for i in ids}
+  expected_dm = (4 + sum((answer_digits[i] - 1) / answer_digits[i] for i in wrong_digit)) / 8
+  s_bucket = report["add_int"]["S"]
+  assert s_bucket["n"] == 8 and s_bucket["exact_match"] == 4 / 8
+  assert s_bucket["digit_match"] == pytest.approx(expected_dm)
+  assert s_bucket["dlength"] == pytest.approx(sum(answer_digits[i] for i in negative) / 8)
+
+
+def test_score_tasks_and_per_length_score_the_first_questions_of_each_length(built, tmp_path,
+                                                                            capsys):
+  digits = tasks.get("add_int").test_digits
+  selected, held = files.select_questions(built, ["add_int"], per_length=2)
+  assert held == PER_LENGTH * len(digits)
+  assert [q.id for q in selected["add_int"]] == [f"add_int/{d}/{i}" for d in digits
+                                                 for i in (0, 1)]
+  # Right answers for the selected questions, wrong ones for the others: a full score.
+  rows = [row for row in read_jsonl(built / "test.jsonl") if row["task"] == "add_int"]
+  lines = [{"id": row["id"], "prediction": row["answer"] if row["id"].endswith(("/0", "/1"))
+            else "0"} for row in rows]
+  predictions = write_predictions(tmp_path / "p.jsonl", lines)
+  out = tmp_path / "R.json"
+  assert main(["score", "--test", str(built), "--predictions", str(predictions), "--out",
+               str(out), "--tasks", "add_int", "--per-length", "2"]) == 0
+  report = json.loads(out.read_text())
+  assert sorted(report) == ["_meta", "add_int"]
+  assert all(report["add_int"][b]["exact_match"] == 1.0 for b in metrics.BUCKET_NAMES)
+  assert report["_meta"]["scored"] == 2 * len(digits)
+  assert report["_meta"]["unknown"] == 2 * len(digits)  # the questions left out
+  assert "left out by --tasks / --per-length" in capsys.readouterr().err

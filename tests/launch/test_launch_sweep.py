@@ -203,3 +203,34 @@ def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_p
   assert "--config.train.steps=9" in _calls(tmp_path)[-1]
   (run,) = json.loads((out / "sweep.json").read_text())["runs"]
   assert run["status"] == "done" and "workdir_command" not in run
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--grid=pe=rope,nope", "--config.train.stepz=5"],
+     "error: run pe-rope: config has no field train.stepz; did you mean train.steps?"),
+    (["--grid=train.learning_rate=1e-3;train.stepz=5,9"],
+     "error: run train.learning_rate-1e-3_train.stepz-5: config has no field train.stepz; "
+     "did you mean train.steps?"),
+    (["--grid=pe=rope;seed=0,x"],
+     "error: run pe-rope_seed-x: flag --config.seed=x: invalid literal for int()"),
+    (["--grid=size=tiny,tinyy"],
+     "error: run size-tinyy: --config=configs/pe.py:size=tinyy: unknown size 'tinyy'"),
+])
+def test_a_config_typo_refuses_the_whole_sweep_before_any_run(tmp_path, args, message):
+  python = _fake_python(tmp_path, fail_on="never")
+  out = tmp_path / "sweep"
+  result = _sweep("--config=configs/pe.py", f"--out={out}", f"--python={python}", *args)
+  assert result.returncode == 2 and result.stderr.splitlines() == [result.stderr.strip()]
+  assert result.stderr.startswith(message), result.stderr
+  assert not _calls(tmp_path) and not out.exists()
+
+
+def test_an_out_that_is_a_file_is_refused(tmp_path):
+  python = _fake_python(tmp_path, fail_on="never")
+  out = tmp_path / "sweep"
+  out.write_text("")
+  result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope", f"--out={out}",
+                  f"--python={python}")
+  assert result.returncode == 2
+  assert result.stderr == f"error: --out {out} is a file; give a directory\n"
+  assert not _calls(tmp_path)

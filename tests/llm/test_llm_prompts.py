@@ -65,16 +65,6 @@ def test_five_shots_one_per_length_solved_and_never_the_question():
   assert turns[2] == {"role": "assistant", "content": shots[0].answer}
 
 
-@pytest.mark.parametrize("reply, answer_repr, expected", [
-    (" 579\nDirectly return ... Add two numbers: 3 + 4 = 7", "int", " 579"),
-    ("123 + 456 = 579\n", "int", "123 + 456 = 579"),
-    ("Sure.\nThe answer is 1.5e3.", "sci", "Sure.\nThe answer is 1.5e3."),
-    ("no number here\nat all", "frac", "no number here\nat all"),
-])
-def test_a_reply_is_read_up_to_its_first_answer_line(reply, answer_repr, expected):
-  assert prompts.reply_answer_text(reply, answer_repr) == expected
-
-
 @pytest.mark.parametrize("template", [llm_testing.CHATML, HEADERS], ids=["chatml", "headers"])
 def test_chat_templates_render_as_transformers_does(checkpoint, template, tmp_path):
   llm_testing.write_tokenizer(tmp_path, chat_template=template)
