@@ -26,7 +26,8 @@ Runners:
          listed at the end and makes the exit status 1. Rerunning skips runs already done and
          resumes the others from their checkpoints (the trainer resumes a workdir), appending
          to their logs; `seconds` adds up every attempt's wall time. A run whose name this
-         folder ran before with another command is refused while its workdir exists.
+         folder ran before with another command is refused while its workdir exists (status
+         refused, counted with the failed runs).
          SIGTERM or Ctrl-C stops the run in progress (marked interrupted, its time so far
          recorded) and the sweep, with exit status 143 / 130.
   slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
@@ -202,7 +203,7 @@ def _run_all(sweep: Sweep) -> int:
       print(f"{label}: already done", flush=True)
       continue
     if run["name"] in sweep.changed and pathlib.Path(run["workdir"]).exists():
-      run.update(status="failed", returncode=None,
+      run.update(status="refused", returncode=None,
                  workdir_command=sweep.changed[run["name"]])  # refused again on a rerun
       sweep.save()
       print(f"{label}: not run: {run['workdir']} holds a run of another command (this "
@@ -241,8 +242,9 @@ def _run_all(sweep: Sweep) -> int:
       print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
   failed = [r for r in sweep.runs if r["status"] != "done"]
   if failed:
-    print(f"{len(failed)} of {total} runs failed: "
-          + ", ".join(f"{r['name']} ({r['log']})" for r in failed), file=sys.stderr)
+    print(f"{len(failed)} of {total} runs failed or were refused: "
+          + ", ".join(f"{r['name']} ({r.get('log') or r['status']})" for r in failed),
+          file=sys.stderr)
     return 1
   print(f"all {total} runs done; results in {sweep.out}")
   return 0

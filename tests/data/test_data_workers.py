@@ -8,6 +8,7 @@ import pytest
 
 import data_testing
 from nupa_jax import data
+from nupa_jax import settings as nupa_settings
 from nupa_jax.data import settings
 from nupa_jax.data import workers
 
@@ -69,7 +70,8 @@ def test_the_pipeline_resolves_auto_from_the_host(monkeypatch):
 def test_an_old_run_config_with_explicit_workers_still_loads():
   saved = json.loads((ROOT / "docs/results/tokenizers/runs/tok-2/config.json").read_text())
   assert saved["data"]["num_workers"] == 6
-  assert settings.Settings.from_config(ml_collections.ConfigDict(saved)).num_workers == 6
+  config = nupa_settings.upgrade(ml_collections.ConfigDict(saved))  # as a saved run is read
+  assert settings.Settings.from_config(config).num_workers == 6
 
 
 def test_negative_counts_other_than_auto_are_refused():

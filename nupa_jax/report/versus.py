@@ -1,0 +1,150 @@
+"""`python -m nupa_jax.report.versus`: the paper's numbers beside ours, as one CSV per experiment.
+
+    python -m nupa_jax.report.versus --spec docs/results/small_dataset/versus.json \\
+        --out docs/results/small_dataset/paper_vs_ours.csv [--markdown TABLE.md]
+        [--evaluation 'eval/evaluations/*_greedy_*.json']
+
+The spec is a JSON list of rows, each naming the paper's cell and the runs that answer it:
+
+    {"paper_table": "tab:small_dataset_full", "setting": "rope", "task": "add_int",
+     "digits": 8, "metric": "digit_match", "paper": 0.97,
+     "runs": ["docs/results/small_dataset/runs/task-add_int_pe-rope_seed-*"]}
+
+(`runs`: folders or glob patterns, relative to the current directory; `paper`: null where the
+paper gives no number). Each CSV row has the columns of `COLUMNS`: `ours_mean` / `ours_std`
+are the mean and sample standard deviation (empty for one run) of the runs'
+`eval/latest.json[task]["per_digit"][digits][metric]`, `seeds` the number of distinct seeds,
+`samples_per_run` the `samples_seen` of each run's last `train_metrics.jsonl` line (`;`-joined
+if they differ), `runs` the run folders. `--evaluation` reads another results file of each run
+(the first match of the pattern inside it, e.g. a greedy re-evaluation) instead of
+`eval/latest.json`. A run without the cell is an error: a row never averages fewer runs than it
+names.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+from nupa_jax import cli
+
+COLUMNS = ("paper_table", "setting", "task", "digits", "metric", "paper", "ours_mean",
+           "ours_std", "seeds", "samples_per_run", "runs")
+METRICS = ("exact_match", "digit_match", "dlength")
+
+
+class SpecError(ValueError):
+  """A spec row that cannot be computed; the message names the row and the fix."""
+
+
+def _run_folders(patterns: list[str], where: str) -> list[str]:
+  folders = []
+  for pattern in patterns:
+    found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    found = [f for f in found if pathlib.Path(f).is_dir()]
+    if not found:
+      raise SpecError(f"{where}: no run folder matches {pattern!r}")
+    folders += [f.rstrip("/") for f in found]
+  return folders
+
+
+def _results_file(run: str, evaluation: str | None) -> pathlib.Path:
+  if evaluation is None:
+    return pathlib.Path(run) / "eval" / "latest.json"
+  matches = sorted(pathlib.Path(run).glob(evaluation))
+  if not matches:
+    raise SpecError(f"{run} has no results file matching {evaluation!r}")
+  return matches[0]
+
+
+def _last_samples_seen(run: str) -> int | None:
+  samples = None
+  with open(pathlib.Path(run) / "train_metrics.jsonl") as f:
+    for line in f:
+      record = json.loads(line) if line.strip() else {}
+      if "samples_seen" in record:
+        samples = int(record["samples_seen"])
+  return samples
+
+
+def _value(run: str, task: str, digits: int, metric: str, evaluation: str | None) -> float:
+  path = _results_file(run, evaluation)
+  results = json.loads(path.read_text())
+  try:
+    return float(results[task]["per_digit"][str(digits)][metric])
+  except KeyError:
+    raise SpecError(f"{path} has no {task} / {digits} digits / {metric}") from None
+
+
+def row(spec: dict, evaluation: str | None = None) -> dict:
+  """One CSV row (COLUMNS -> text) of one spec row."""
+  where = f"{spec.get('paper_table')} / {spec.get('setting')} / {spec.get('task')}"
+  missing = [k for k in ("paper_table", "setting", "task", "digits", "metric", "runs")
+             if k not in spec]
+  if missing:
+    raise SpecError(f"{where}: spec row lacks {', '.join(missing)}")
+  if spec["metric"] not in METRICS:
+    raise SpecError(f"{where}: unknown metric {spec['metric']!r}; known: {', '.join(METRICS)}")
+  runs = _run_folders(list(spec["runs"]), where)
+  values = [_value(r, spec["task"], int(spec["digits"]), spec["metric"], evaluation)
+            for r in runs]
+  seeds = {json.loads((pathlib.Path(r) / "config.json").read_text()).get("seed") for r in runs}
+  samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
+  paper = spec.get("paper")
+  return {
+      "paper_table": spec["paper_table"], "setting": spec["setting"], "task": spec["task"],
+      "digits": str(spec["digits"]), "metric": spec["metric"],
+      "paper": "" if paper is None else f"{paper:g}",
+      "ours_mean": f"{statistics.fmean(values):.4f}",
+      "ours_std": f"{statistics.stdev(values):.4f}" if len(values) > 1 else "",
+      "seeds": str(len(seeds)), "samples_per_run": ";".join(str(s) for s in samples),
+      "runs": ";".join(runs),
+  }
+
+
+def markdown(rows: list[dict]) -> str:
+  """The rows as a Markdown table: ours as mean ± std (n runs) beside the paper's number."""
+  lines = ["| table | setting | task | digits | metric | paper | ours (mean ± std) | runs |",
+           "|---|---|---|---|---|---|---|---|"]
+  for r in rows:
+    ours = f"{float(r['ours_mean']):.3f}" + (f" ± {float(r['ours_std']):.3f}" if r["ours_std"]
+                                             else "")
+    n = len(r["runs"].split(";"))
+    lines.append(f"| `{r['paper_table']}` | {r['setting']} | {r['task']} | {r['digits']} | "
+                 f"{r['metric']} | {r['paper'] or '–'} | {ours} | {n} |")
+  return "\n".join(lines) + "\n"
+
+
+def write(rows: list[dict], out: pathlib.Path) -> None:
+  out.parent.mkdir(parents=True, exist_ok=True)
+  with open(out, "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = cli.ArgumentParser(prog="python -m nupa_jax.report.versus", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--spec", required=True, type=pathlib.Path, help="rows, as JSON")
+  parser.add_argument("--out", required=True, type=pathlib.Path, help="the CSV to write")
+  parser.add_argument("--markdown", type=pathlib.Path, help="also write the rows as Markdown")
+  parser.add_argument("--evaluation", help="results file inside each run, as a glob pattern "
+                                           "(default: eval/latest.json)")
+  args = parser.parse_args(argv)
+  with cli.usage_errors(SpecError, json.JSONDecodeError, *cli.PATH_ERRORS):
+    rows = [row(spec, args.evaluation) for spec in json.loads(args.spec.read_text())]
+    write(rows, args.out)
+    if args.markdown:
+      args.markdown.write_text(markdown(rows))
+  print(f"{len(rows)} rows -> {args.out}", file=sys.stderr)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

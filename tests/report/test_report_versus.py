@@ -1,0 +1,64 @@
+"""paper_vs_ours.csv: means, sample deviations, seeds and budgets read back from run folders."""
+import csv
+import json
+
+import pytest
+
+from nupa_jax.report import versus
+
+
+def _run(root, name, seed, value, samples, evaluation=None):
+  run = root / name
+  (run / "eval" / "evaluations").mkdir(parents=True)
+  (run / "config.json").write_text(json.dumps({"seed": seed}))
+  (run / "train_metrics.jsonl").write_text(
+      json.dumps({"step": 1, "samples_seen": 7}) + "\n" + json.dumps({"event": "eval"}) + "\n"
+      + json.dumps({"step": 2, "samples_seen": samples}) + "\n")
+  cell = lambda v: {"add_int": {"per_digit": {"8": {"digit_match": v, "exact_match": 0.0}}}}
+  (run / "eval" / "latest.json").write_text(json.dumps(cell(value)))
+  if evaluation is not None:
+    (run / "eval" / "evaluations" / "step_2_greedy_3q.json").write_text(
+        json.dumps(cell(evaluation)))
+  return run
+
+
+SPEC = {"paper_table": "tab:x", "setting": "rope", "task": "add_int", "digits": 8,
+        "metric": "digit_match", "paper": 0.97}
+
+
+def test_rows_average_the_named_runs(tmp_path):
+  for seed, value in enumerate((0.5, 0.75, 1.0)):
+    _run(tmp_path, f"pe-rope_seed-{seed}", seed, value, 256, evaluation=value / 2)
+  row = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]})
+  assert row["ours_mean"] == "0.7500" and row["ours_std"] == "0.2500"  # stdev of .5 .75 1
+  assert row["seeds"] == "3" and row["samples_per_run"] == "256" and row["paper"] == "0.97"
+  assert row["runs"].split(";") == [str(tmp_path / f"pe-rope_seed-{s}") for s in range(3)]
+  greedy = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
+                      evaluation="eval/evaluations/*_greedy_*.json")
+  assert greedy["ours_mean"] == "0.3750"
+
+  out = tmp_path / "out.csv"
+  versus.write([row], out)
+  with open(out) as f:
+    assert tuple(next(csv.reader(f))) == versus.COLUMNS
+  assert "| 0.97 | 0.750 ± 0.250 | 3 |" in versus.markdown([row])
+
+
+def test_one_run_has_no_deviation_and_budgets_that_differ_are_listed(tmp_path):
+  _run(tmp_path, "a", 0, 0.25, 100)
+  _run(tmp_path, "b", 0, 0.75, 200)
+  row = versus.row({**SPEC, "paper": None, "runs": [str(tmp_path / "a"), str(tmp_path / "b")]})
+  assert row["seeds"] == "1" and row["samples_per_run"] == "100;200" and row["paper"] == ""
+  assert versus.row({**SPEC, "runs": [str(tmp_path / "a")]})["ours_std"] == ""
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"runs": ["nowhere-*"]}, "no run folder matches"),
+    ({"digits": 9}, "has no add_int / 9 digits / digit_match"),
+    ({"metric": "accuracy"}, "unknown metric 'accuracy'"),
+])
+def test_bad_rows_name_the_problem(tmp_path, change, message):
+  _run(tmp_path, "a", 0, 0.5, 10)
+  spec = {**SPEC, "runs": [str(tmp_path / "a")], **change}
+  with pytest.raises(versus.SpecError, match=message):
+    versus.row(spec)
