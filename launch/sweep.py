@@ -242,7 +242,7 @@ def _run_all(sweep: Sweep) -> int:
       print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
   failed = [r for r in sweep.runs if r["status"] != "done"]
   if failed:
-    print(f"{len(failed)} of {total} runs failed or were refused: "
+    print(f"{len(failed)} of {total} runs failed: "
           + ", ".join(f"{r['name']} ({r.get('log') or r['status']})" for r in failed),
           file=sys.stderr)
     return 1

@@ -196,7 +196,7 @@ def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_p
     result = _sweep(*common, "--config.train.steps=9")
     assert result.returncode == 1 and "holds a run of another command" in result.stderr
     assert "Traceback" not in result.stderr
-    assert "1 of 1 runs failed or were refused: pe-rope (refused)" in result.stderr
+    assert "1 of 1 runs failed: pe-rope (refused)" in result.stderr
     assert len(_calls(tmp_path)) == 1  # the changed run did not start
     (run,) = json.loads((out / "sweep.json").read_text())["runs"]
     assert run["status"] == "refused" and "--config.train.steps=9" in run["command"]
