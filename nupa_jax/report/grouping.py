@@ -36,6 +36,12 @@ SHORT_NAMES = {
 MAX_KEYS = 3
 
 
+# Config fields that change how fast a run goes, never what it computes: runs differing only in
+# these are the same setting (data is a pure function of (seed, index), whatever the workers).
+NOT_SETTINGS = frozenset({"data.num_workers", "train.log_every", "checkpoint.async_save",
+                          "checkpoint.every", "checkpoint.keep", "eval.batch_size"})
+
+
 def is_seed(key: str) -> bool:
   return key.rsplit(".", 1)[-1] == "seed"
 
@@ -145,7 +151,7 @@ def group_entries(entries: list[Entry], labels: list[str] | None = None) -> list
       groups[f"report {index}"] = Group(entry.name, [entry], {})
       continue
     settings = {k: v for k, v in (entry.args if use_args else entry.config).items()
-                if not is_seed(k)}
+                if not is_seed(k) and k not in NOT_SETTINGS}
     key = json.dumps(settings, sort_keys=True, default=str)
     if key in groups:
       groups[key].entries.append(entry)
