@@ -21,7 +21,7 @@ OLD_RUNS = sorted(glob.glob(str(ROOT / "docs/results/*/runs/*/config.json")))
 def test_sections_read_the_base_config():
   c = common.base("tiny", seed=3)
   train = train_settings.Train.from_config(c)
-  assert (train.steps, train.batch_size, train.learning_rate) == (8000, 32, 4e-4)
+  assert (train.steps, train.batch_size, train.learning_rate) == (4000, 32, 4e-4)
   assert eval_settings.Eval.from_config(c).digits == (1, 20)
   assert train_settings.Checkpoint.from_config(c).every == 1000
   data = data_settings.Settings.from_config(c)
