@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import decimal
 import glob
 import json
 import math
@@ -100,11 +101,16 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
       "paper_table": spec["paper_table"], "setting": spec["setting"], "task": spec["task"],
       "digits": str(spec["digits"]), "metric": spec["metric"],
       "paper": "" if paper is None else f"{paper:g}",
-      "ours_mean": f"{statistics.fmean(values):.4f}",
-      "ours_std": f"{statistics.stdev(values):.4f}" if len(values) > 1 else "",
+      "ours_mean": f"{statistics.fmean(values):.6f}",
+      "ours_std": f"{statistics.stdev(values):.6f}" if len(values) > 1 else "",
       "seeds": str(len(seeds)), "samples_per_run": ";".join(str(s) for s in samples),
       "runs": ";".join(runs),
   }
+
+
+def _three(text: str) -> str:
+  """A CSV number to 3 decimals, half up on its decimal digits (0.8875 -> 0.888)."""
+  return str(decimal.Decimal(text).quantize(decimal.Decimal("0.001"), decimal.ROUND_HALF_UP))
 
 
 def markdown(rows: list[dict]) -> str:
@@ -112,8 +118,7 @@ def markdown(rows: list[dict]) -> str:
   lines = ["| table | setting | task | digits | metric | paper | ours (mean ± std) | runs |",
            "|---|---|---|---|---|---|---|---|"]
   for r in rows:
-    ours = f"{float(r['ours_mean']):.3f}" + (f" ± {float(r['ours_std']):.3f}" if r["ours_std"]
-                                             else "")
+    ours = _three(r["ours_mean"]) + (f" ± {_three(r['ours_std'])}" if r["ours_std"] else "")
     n = len(r["runs"].split(";"))
     lines.append(f"| `{r['paper_table']}` | {r['setting']} | {r['task']} | {r['digits']} | "
                  f"{r['metric']} | {r['paper'] or '–'} | {ours} | {n} |")

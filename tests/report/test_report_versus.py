@@ -30,18 +30,20 @@ def test_rows_average_the_named_runs(tmp_path):
   for seed, value in enumerate((0.5, 0.75, 1.0)):
     _run(tmp_path, f"pe-rope_seed-{seed}", seed, value, 256, evaluation=value / 2)
   row = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]})
-  assert row["ours_mean"] == "0.7500" and row["ours_std"] == "0.2500"  # stdev of .5 .75 1
+  assert row["ours_mean"] == "0.750000" and row["ours_std"] == "0.250000"  # stdev of .5 .75 1
   assert row["seeds"] == "3" and row["samples_per_run"] == "256" and row["paper"] == "0.97"
   assert row["runs"].split(";") == [str(tmp_path / f"pe-rope_seed-{s}") for s in range(3)]
   greedy = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
                       evaluation="eval/evaluations/*_greedy_*.json")
-  assert greedy["ours_mean"] == "0.3750"
+  assert greedy["ours_mean"] == "0.375000"
 
   out = tmp_path / "out.csv"
   versus.write([row], out)
   with open(out) as f:
     assert tuple(next(csv.reader(f))) == versus.COLUMNS
   assert "| 0.97 | 0.750 ± 0.250 | 3 |" in versus.markdown([row])
+  assert "| 0.888 ± 0.013 |" in versus.markdown([{**row, "ours_mean": "0.887500",
+                                                  "ours_std": "0.012500"}])
 
 
 def test_one_run_has_no_deviation_and_budgets_that_differ_are_listed(tmp_path):
