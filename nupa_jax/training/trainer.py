@@ -268,7 +268,7 @@ def _evaluate(run: _Run, state, val_loss: float, step: int, samples_seen: int,
               writer: writers.MetricWriter, progress: writers.Progress) -> dict:
   """The frozen-test-set evaluation; written and printed, with `val_loss`, by process 0."""
   start = time.perf_counter()
-  results = run.evaluator.evaluate(run.spec.graphdef, state)
+  results = run.evaluator.evaluate(run.spec.graphdef, state, report=progress.print)
   if jax.process_index() == 0:
     writer.scalars("eval", step, {"val_loss": val_loss, **results_lib.bucket_scalars(results)})
     message = f"evaluation at step {step}: validation loss {val_loss:.4f}"

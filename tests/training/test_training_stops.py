@@ -80,10 +80,10 @@ def test_the_final_checkpoint_is_committed_before_the_final_evaluation(tmp_path,
   committed_at_evaluation = []
   evaluate = evaluator_lib.Evaluator.evaluate
 
-  def watched(self, graphdef, state):
+  def watched(self, graphdef, state, report=None):
     committed_at_evaluation.append(sorted(
         int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit()))
-    return evaluate(self, graphdef, state)
+    return evaluate(self, graphdef, state, report)
 
   monkeypatch.setattr(evaluator_lib.Evaluator, "evaluate", watched)
   config = training_testing.micro_config(**{"train.steps": 2, "checkpoint.every": 1000,
