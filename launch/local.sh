@@ -13,7 +13,10 @@
 # -p defaults to gpu when nvidia-smi lists a GPU, else cpu; -d defaults to 1.
 # Output lines are prefixed with [pI]. The script waits for all processes; as soon as one
 # fails, the others are killed (they would otherwise wait for their peer until JAX's
-# timeouts) and the script exits with the first failure's status. Ctrl-C stops all.
+# timeouts) and the script exits with the first failure's status. Ctrl-C (SIGINT) or SIGTERM
+# is passed on to every process and the script waits for them: the trainer stops at a step
+# they agree on, saves a checkpoint and exits with 130 / 143 (docs/faults.md), which the
+# script then exits with.
 #
 # Example (2 processes x 4 CPU devices, the tiny preset):
 #   launch/local.sh -n 2 -d 4 -- --config=configs/pe.py:size=tiny --workdir=/tmp/nupa2
@@ -83,14 +86,24 @@ fi
 # both the Python process and its output prefixer.
 set -m
 pids=()
+# After a failure the others cannot finish (their next collective waits for the failed
+# process) and would treat SIGTERM as a request to stop at the next step: they are killed.
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do
-    kill -TERM -- "-$pid" 2>/dev/null || true
+    kill -KILL -- "-$pid" 2>/dev/null || true
   done
 }
-trap 'cleanup; exit 130' INT
-trap 'cleanup; exit 143' TERM
+stopping=""
+forward() {  # a signal for the job: each process handles it (nupa_jax/training/stopping.py)
+  local pid
+  stopping=$1
+  for pid in "${pids[@]}"; do
+    kill "-$1" -- "-$pid" 2>/dev/null || true
+  done
+}
+trap 'forward INT' INT
+trap 'forward TERM' TERM
 trap cleanup EXIT
 
 for ((i = 0; i < num; i++)); do
@@ -102,9 +115,15 @@ for ((i = 0; i < num; i++)); do
     devices=$(IFS=,; echo "${gpus[*]:$((i * per_process)):$per_process}")
     env_vars+=(CUDA_VISIBLE_DEVICES="$devices")
   fi
+  # The group's shells outlive a forwarded signal (a trap defers it; the prefixer ignores it),
+  # so the process's last lines (its stop message) are still printed and its status kept.
   (
+    trap ':' INT TERM
     env "${env_vars[@]}" PYTHONUNBUFFERED=1 "$python" -m "$module" "$@" 2>&1 |
-      while IFS= read -r line || [[ -n "$line" ]]; do printf '[p%d] %s\n' "$i" "$line"; done
+      {
+        trap '' INT TERM
+        while IFS= read -r line || [[ -n "$line" ]]; do printf '[p%d] %s\n' "$i" "$line"; done
+      }
     exit "${PIPESTATUS[0]}"
   ) &
   pids+=($!)
@@ -126,8 +145,10 @@ while ((running > 0)); do
     running=$((running - 1))
     if ((rc != 0 && status == 0)); then
       status=$rc
-      echo "local.sh: process $i exited with status $rc; stopping the others" >&2
-      cleanup
+      if [[ -z "$stopping" ]]; then  # a failure; stopping processes are left to finish
+        echo "local.sh: process $i exited with status $rc; stopping the others" >&2
+        cleanup
+      fi
     fi
   done
   ((running > 0)) && sleep 0.2

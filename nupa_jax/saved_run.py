@@ -60,7 +60,8 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   ckpt.close()
   evaluator = evaluator_lib.Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
                                       per_length=per_length)
-  results = evaluator.evaluate(spec.graphdef, params)
+  results = evaluator.evaluate(spec.graphdef, params,
+                               report=print if jax.process_index() == 0 else None)
   greedy = evaluator.settings.greedy
   out = pathlib.Path(out) if out else (
       pathlib.Path(workdir) / results_lib.EVAL_DIR / "evaluations" /

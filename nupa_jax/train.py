@@ -4,6 +4,9 @@ Trains a model as the config says, evaluating and checkpointing as it goes; reru
 same command in the same workdir resumes. A command line or config that cannot run (a config
 field that does not exist, an unknown name, a workdir that is a file) exits with status 2 and
 one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 1.
+SIGTERM / SIGINT (or a preemption notice) stop the run at a step every process agrees on,
+with a checkpoint there: one line, exit status 143 / 130, and rerunning the command resumes
+(docs/faults.md).
 """
 import sys
 
@@ -14,6 +17,7 @@ from ml_collections import config_flags
 
 from nupa_jax import cli
 from nupa_jax import distributed
+from nupa_jax.training import stopping
 from nupa_jax.training import trainer
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -35,6 +39,11 @@ def main(argv):
     with cli.usage_errors(trainer.ConfigError, label="config error"):
       trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
     distributed.shutdown()  # leave the other processes in order (no-op for one process)
+  except stopping.Stopped as e:
+    if distributed.is_main_process():
+      print(e, file=sys.stderr, flush=True)
+    distributed.shutdown()
+    sys.exit(e.exit_status)
   except trainer.DivergedError as e:
     print(f"training diverged: {e}", file=sys.stderr)
     sys.exit(1)

@@ -11,6 +11,11 @@ short, randomized positions that never reach that far) where the run's model sou
 limits apply (`runmode`), and a PE that reads text features needs a rule that continues them
 through generated tokens (`feature_rules`).
 
+Batches are `config.eval.batch_size` prompts, capped by the most questions of one task (a
+batch holds one task's questions; rows beyond them repeat prompts, wasted work that RF-CoT's
+long traces make costly), rounded up to a multiple of the mesh's batch axes. An evaluation
+of more than one batch reports its size up front and its progress every `PROGRESS_EVERY_S`.
+
 Several processes: the prompt batch is one global array split over the mesh's batch axes;
 each process decodes and scores the rows it holds, and the scores are gathered so that
 process 0 writes `eval/step_{N}.json` and `eval/latest.json` and prints the table.
@@ -18,7 +23,8 @@ process 0 writes `eval/step_{N}.json` and `eval/latest.json` and prints the tabl
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -38,6 +44,9 @@ from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import settings as settings_lib
 from nupa_jax.models import posenc
 from nupa_jax.text import SampleEncoder
+
+
+PROGRESS_EVERY_S = 30.0  # seconds between progress lines of a long evaluation
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -87,11 +96,12 @@ class Evaluator:
     self.next_features = feature_rules.next_features(
         encoder, self.feature_names, config.text.get("format") or {},
         {tasks_lib.get(t).answer_repr for t in self.tasks})
-    rows = _round_up(e.batch_size, sharding_lib.batch_divisor(mesh))
     # per_length 0: no generation (validation loss only; quick runs and tests).
     self.questions = {} if not self.per_length else questions_lib.load_questions(
         self.tasks, e.digits, self.per_length, int(config.data.test_seed),
         e.test_dir, e.beyond_digits)
+    most = max(map(len, self.questions.values()), default=1)
+    rows = self.rows = _round_up(min(e.batch_size, most), sharding_lib.batch_divisor(mesh))
     self.skipped = collections.Counter()  # {task: test questions over the context}
     self.batches = questions_lib.make_batches(encoder, self.questions, rows, self.feature_names,
                                               self.skipped)
@@ -115,10 +125,12 @@ class Evaluator:
         out.append((row, metrics.score(prediction, q.answer, answer_repr)))
     return out
 
-  def evaluate(self, graphdef, state) -> dict:
+  def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None) -> dict:
     """{task: summary} (metrics.summarize) of the model `nnx.merge(graphdef, state)`.
 
-    The state may be the run's (model, optimizer) state: only the model is used.
+    The state may be the run's (model, optimizer) state: only the model is used. `report`
+    (e.g. print; process 0's) gets the size and progress lines of an evaluation of several
+    batches.
     """
     merged = nnx.merge(graphdef, state)
     model = merged[0] if isinstance(merged, tuple) else merged
@@ -127,6 +139,10 @@ class Evaluator:
     temperature = 0.0 if e.greedy else float(e.temperature)
     rng = jax.random.key(e.sample_seed)
     local = []  # (batch index, row, EM, DM, dlength)
+    report = report if report is not None and len(self.batches) > 1 else (lambda line: None)
+    report(f"evaluating {sum(len(b.questions) for b in self.batches):,} questions of "
+           f"{len(self.questions)} tasks in {len(self.batches)} batches of {self.rows} prompts")
+    start = last = time.perf_counter()
     with jax.set_mesh(self.mesh):
       for index, batch in enumerate(self.batches):
         generated = generate_lib.generate(
@@ -138,6 +154,12 @@ class Evaluator:
             next_features=self.next_features)
         for row, s in self._scores(batch, generated):
           local.append((index, row, s["exact_match"], s["digit_match"], s["dlength"]))
+        now = time.perf_counter()
+        if now - last >= PROGRESS_EVERY_S and index + 1 < len(self.batches):
+          last, done = now, index + 1
+          left = (now - start) / done * (len(self.batches) - done)
+          report(f"evaluation: batch {done}/{len(self.batches)} ({batch.task}), "
+                 f"{now - start:.0f} s, about {left:.0f} s left")
     return self._summarize(self._gather(local))
 
   def _gather(self, local: list[tuple]) -> np.ndarray:

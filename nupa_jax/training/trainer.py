@@ -5,10 +5,17 @@ before any long work and reports a `ConfigError` naming the fix. Then the loop: 
 batches from the data pipeline, a jitted pure train step over the mesh, a log record every
 `train.log_every` steps, evaluation (validation loss + generation on the frozen test set)
 every `eval.every` steps and at the end, an async checkpoint every `checkpoint.every` steps
-and at every evaluation.
+and at every evaluation, written before the evaluation's generation starts (so an evaluation
+killed part way, or the final one, never costs the checkpoint).
+
+Stops: SIGTERM, SIGINT or a preemption notice stops the run at a step that every process
+agrees on, with a checkpoint of that step, and raises `stopping.Stopped` (exit status 143 /
+130; see training/stopping.py): rerunning the same command resumes there.
 
 Restarts: a workdir with a checkpoint resumes from its latest step — model, optimizer, step
-and the data position, so the resumed run computes exactly the losses the uninterrupted run
+and the data position (the log's lines after that step are dropped and a `resume` record
+written; a rerun without a checkpoint starts the log afresh after a `restart` record), so the
+resumed run computes exactly the losses the uninterrupted run
 would have (bit for bit on CPU; on GPU set `XLA_FLAGS=--xla_gpu_deterministic_ops=true`, at
 some cost in speed, for the same guarantee). Losses are synced to the host only at log,
 evaluation and checkpoint steps (every step's loss and gradient norm are checked there, before
@@ -36,6 +43,7 @@ from nupa_jax.training import data_wait
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.training import settings as settings_lib
 from nupa_jax.training import step as step_lib
+from nupa_jax.training import stopping
 from nupa_jax.training import writers
 
 CONFIG_FILE = "config.json"
@@ -160,8 +168,8 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
                                      keep_best=run.checkpoint.keep_best,
                                      async_save=run.checkpoint.async_save)
   try:
-    with jax.set_mesh(run.mesh):
-      return _train(run, ckpt, writer, progress)
+    with jax.set_mesh(run.mesh), stopping.StopRequests() as stops:
+      return _train(run, ckpt, writer, progress, stops)
   except DivergedError as e:
     ckpt.wait()
     last = ckpt.latest_step()
@@ -176,13 +184,15 @@ def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
 
 
 def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricWriter,
-           progress: writers.Progress) -> dict:
+           progress: writers.Progress, stops: stopping.StopRequests) -> dict:
   c = run.config
   total, log_every = run.train.steps, run.train.log_every
   eval_every, ckpt_every = run.eval.every, run.checkpoint.every
   latest = ckpt.latest_step()
   if latest is None:
     state, step, samples_seen, position = run.init_state(), 0, 0, 0
+    if writer.truncate_after(0):  # a rerun whose first run saved no checkpoint
+      writer.event("restart", step=0)
   else:
     state, meta = ckpt.restore(latest, run.spec.abstract, run.spec.shardings)
     step, samples_seen, position = latest, int(meta["samples_seen"]), int(meta["data"])
@@ -212,9 +222,10 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       samples_seen += int(batch["num_samples"])
       window.samples += int(batch["num_samples"])
       window.pending.append((step, metrics))
-      eval_now = step == total or (eval_every > 0 and step % eval_every == 0)
+      stop = stops.reached(step)  # the same answer in every process
+      eval_now = not stop and (step == total or (eval_every > 0 and step % eval_every == 0))
       log_now = step % log_every == 0 or step == total
-      ckpt_now = eval_now or step % ckpt_every == 0
+      ckpt_now = stop or eval_now or step % ckpt_every == 0
       if log_now or ckpt_now:
         window.fetch()
       paused = time.perf_counter()  # writing, evaluating, saving: not training time
@@ -222,32 +233,42 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
         record, steps_per_s = window.record(step, samples_seen)
         writer.write(record)
         progress.log(record, steps_per_s)
-      val_loss = None
-      if eval_now:
-        val_loss, results = _evaluate(run, state, eval_step, validation, step, samples_seen,
-                                      writer, progress)
-      if ckpt_now:
+      val_loss = _validation_loss(state, eval_step, validation) if eval_now else None
+      if ckpt_now:  # before the evaluation's generation, which may run long
         ckpt.save(step, state, {"data": batches.state(), "samples_seen": samples_seen},
                   val_loss=val_loss)
+      if stop or step == total:
+        ckpt.wait()  # committed before the final evaluation, or the exit
+      if stop:
+        writer.event("stop", step=step, signal=stops.cause)
+        raise stopping.Stopped(f"stopped by {stops.cause} at step {step}: checkpoint saved in "
+                               f"{ckpt.directory}; rerun the same command to resume",
+                               stops.exit_status)
+      if eval_now:
+        results = _evaluate(run, state, val_loss, step, samples_seen, writer, progress)
       window.paused += time.perf_counter() - paused
   ckpt.wait()
   if results is None:  # the run had already finished: evaluate its final state again
-    results = _evaluate(run, state, eval_step, validation, step, samples_seen, writer,
-                        progress)[1]
+    val_loss = _validation_loss(state, eval_step, validation)
+    results = _evaluate(run, state, val_loss, step, samples_seen, writer, progress)
   message = run.mode.model.finish(run.spec.graphdef, state, c, run.workdir)  # every process
   if message:
     progress.print(message)
   return results
 
 
-def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: int,
-              writer: writers.MetricWriter, progress: writers.Progress) -> tuple[float, dict]:
-  """Validation loss and the frozen-test-set evaluation; written and printed by process 0."""
-  start = time.perf_counter()
+def _validation_loss(state, eval_step, validation) -> float:
+  """The mean token loss over the validation batches."""
   sums = [eval_step(state, batch) for batch in validation]
   total, count = (float(sum(float(s[i]) for s in sums)) for i in (0, 1))
-  val_loss = total / max(count, 1.0)
-  results = run.evaluator.evaluate(run.spec.graphdef, state)
+  return total / max(count, 1.0)
+
+
+def _evaluate(run: _Run, state, val_loss: float, step: int, samples_seen: int,
+              writer: writers.MetricWriter, progress: writers.Progress) -> dict:
+  """The frozen-test-set evaluation; written and printed, with `val_loss`, by process 0."""
+  start = time.perf_counter()
+  results = run.evaluator.evaluate(run.spec.graphdef, state, report=progress.print)
   if jax.process_index() == 0:
     writer.scalars("eval", step, {"val_loss": val_loss, **results_lib.bucket_scalars(results)})
     message = f"evaluation at step {step}: validation loss {val_loss:.4f}"
@@ -260,4 +281,4 @@ def _evaluate(run: _Run, state, eval_step, validation, step: int, samples_seen: 
                   f"dlength by bucket, from {path}:\n{results_lib.format_table(results)}")
     writer.event("eval", step=step, val_loss=val_loss)
     progress.print(message)
-  return val_loss, results
+  return results

@@ -6,6 +6,8 @@ so that a killed run loses at most the line being written; events (`{"event": "r
 "step": N}`) are lines of their own. On resume the lines the killed run logged *after* the
 restored checkpoint are dropped (its steps are recomputed, bit for bit, by the resumed run),
 so every step appears once and the file reads as one uninterrupted run plus resume events.
+A rerun that finds no checkpoint drops every step the same way and marks it with a `restart`
+event; a run stopped by a signal ends with a `stop` event (training/stopping.py).
 TensorBoard files use tensorboardX (no TensorFlow); clu's writers would import TensorFlow.
 """
 from __future__ import annotations
@@ -37,14 +39,15 @@ class MetricWriter:
       self._tb = SummaryWriter(str(self.path.parent / "tensorboard"))
     return self._tb
 
-  def truncate_after(self, step: int) -> None:
+  def truncate_after(self, step: int) -> bool:
     """Drops records (steps and events) beyond `step`, and a torn last line, left by a
-    killed run."""
+    killed run; whether there were any (False in processes other than 0)."""
     if not self.enabled:
-      return
+      return False
     self._file.close()
     kept = []
-    for line in self.path.read_text().splitlines():
+    lines = self.path.read_text().splitlines()
+    for line in lines:
       try:
         record = json.loads(line)
       except json.JSONDecodeError:
@@ -53,6 +56,7 @@ class MetricWriter:
         kept.append(line)
     self.path.write_text("".join(line + "\n" for line in kept))
     self._file = self.path.open("a", buffering=1)
+    return len(kept) < len(lines)
 
   def write(self, record: dict) -> None:
     """One logged step: a JSONL line and a TensorBoard scalar per numeric field."""

@@ -113,6 +113,24 @@ def test_scores_of_an_oracle_follow_the_metrics(monkeypatch, encoder, transform,
   assert results["add_int"]["L"]["n"] == PER_LENGTH * 4  # 9..12 digits
 
 
+def test_batches_are_capped_by_the_questions_and_progress_is_reported(monkeypatch, encoder):
+  config = eval_config()
+  config.eval.batch_size = 256  # more than the 30 add_int and 24 max_int questions
+  mesh = sharding.make_mesh(config.mesh.shape)
+  evaluator = evaluator_lib.Evaluator(config, encoder, mesh)
+  assert evaluator.rows == 30  # 3 per length of 3..12 digits: the most of one task
+  assert [b.prompts.shape[0] for b in evaluator.batches] == [30, 30]
+  assert [len(b.questions) for b in evaluator.batches] == [30, 24]
+  monkeypatch.setattr(evaluator_lib.generate_lib, "generate",
+                      oracle(encoder, evaluator.questions, lambda answer: answer))
+  monkeypatch.setattr(evaluator_lib, "PROGRESS_EVERY_S", 0.0)
+  lines = []
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  evaluator.evaluate(graphdef, state, report=lines.append)
+  assert lines[0] == "evaluating 54 questions of 2 tasks in 2 batches of 30 prompts"
+  assert len(lines) == 2 and lines[1].startswith("evaluation: batch 1/2 (add_int), ")
+
+
 def test_results_files_and_table(tmp_path):
   summary = {"per_digit": {3: {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0.0, "n": 2}},
              "S": {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0.0, "n": 2},

@@ -15,8 +15,10 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from absl import flags
@@ -149,3 +151,46 @@ def test_a_process_that_raises_fails_the_job_with_its_status(tmp_path):
   assert run.returncode == 1, out[-4000:]  # the status of process 1's uncaught exception
   assert "[p1] RuntimeError: process 1 fails on purpose" in out
   assert "local.sh: process 1 exited with status 1; stopping the others" in out
+
+
+@pytest.mark.parametrize("signum, status", [
+    pytest.param(signal.SIGTERM, 143, id="sigterm"),
+    pytest.param(signal.SIGINT, 130, id="sigint", marks=pytest.mark.slow),
+])
+def test_a_signal_stops_both_processes_with_a_checkpoint_and_the_rerun_resumes_exactly(
+    tmp_path, signum, status):
+  """SIGTERM (SIGINT) to launch/local.sh mid-run: both processes stop at one step, save it,
+  exit with 143 (130) and one line; the rerun continues with the losses of an uninterrupted
+  run."""
+  reason = _skip_reason()
+  if reason:
+    pytest.skip(reason)
+  steps = 40  # long enough to be stopped mid-way
+  stop_flags = tuple(f for f in MICRO_4_DEVICES if not f.startswith(
+      ("--config.train.steps=", "--config.checkpoint.every="))) + (
+          f"--config.train.steps={steps}", "--config.checkpoint.every=1000")
+  start = lambda workdir: _start(workdir, 2, 4, stop_flags, fast_compile=True)
+  reference, stopped = tmp_path / "reference", tmp_path / "stopped"
+  uninterrupted, run = start(reference), start(stopped)
+  deadline = time.time() + 600
+  while time.time() < deadline and run.poll() is None:
+    if (stopped / "train_metrics.jsonl").exists() and len(_losses(stopped)) >= 5:
+      break
+    time.sleep(0.05)
+  run.send_signal(signum)
+  out, _ = run.communicate(timeout=600)
+  _finish(uninterrupted)
+  assert run.returncode == status, out[-4000:]
+  stop = [r for r in _records(stopped) if r.get("event") == "stop"]
+  assert len(stop) == 1 and 5 <= stop[0]["step"] < steps, out[-4000:]
+  at = stop[0]["step"]
+  assert re.search(rf"^\[p0\] stopped by {signum.name}.* at step {at}: checkpoint saved in "
+                   rf".*; rerun the same command to resume$", out, re.M), out[-4000:]
+  assert "Traceback" not in out and not GRPC_ERRORS.search(out), out[-4000:]
+  assert sorted(int(p.name) for p in (stopped / "checkpoints").iterdir()) == [at]
+
+  _finish(start(stopped))
+  records = _records(stopped)
+  assert {"event": "resume", "step": at} in records
+  assert sorted(_losses(stopped)) == list(range(1, steps + 1))
+  assert _losses(stopped) == _losses(reference)  # step for step, the same processes' sums
