@@ -181,3 +181,17 @@ def test_cli_errors_name_the_input(tmp_path):
   assert result.returncode == 2
   assert f"error: {tmp_path / 'empty'} is empty" in result.stderr
   assert not (tmp_path / "out").exists()
+
+
+def test_report_reads_a_re_evaluation_file(tmp_path):
+  """`nupa_jax.evaluate` writes eval/evaluations/*.json in the trainer's layout: the report takes
+  such a file as it takes a `benchmark score` report, and tabulates its numbers."""
+  root = pathlib.Path(__file__).resolve().parents[2]
+  evaluation = (root / "docs/results/small_dataset/runs/task-add_int_pe-rope_seed-0/eval/"
+                "evaluations/step_3907_greedy_200q.json")
+  expected = json.loads(evaluation.read_text())["add_int"]["per_digit"]["8"]["exact_match"]
+  assert main(["--workdirs", str(evaluation), "--out", str(tmp_path)]) == 0
+  assert "step_3907_greedy_200q" in (tmp_path / "index.md").read_text()
+  with open(tmp_path / "tables" / "digits_exact_match.csv") as f:
+    rows = [r for r in csv.DictReader(f) if r.get("digits") == "8"]
+  assert len(rows) == 1 and math.isclose(float(rows[0]["median"]), expected)
