@@ -60,15 +60,13 @@ def usage_errors(*kinds: type[BaseException], label: str = "error") -> Iterator[
 
 def output_dir(path: str | os.PathLike, flag: str) -> str | os.PathLike:
   """`path` as a directory the tool can create or write in, checked before any work; the
-  UsageError names `flag` and what is in the way. A URL (`gs://...`) is checked through the path
-  library (its file system installed, not an object); its permissions show at the first write."""
+  UsageError names `flag` and what is in the way. A URL (`gs://...`) needs its file system
+  installed; the bucket itself is not asked (its permissions show at the first write)."""
   if paths.is_remote(path):
     try:
-      is_file = paths.path(path).is_file()
-    except ImportError as e:  # fsspec's message names the package (gcsfs for gs://)
+      paths.check_file_system(path)
+    except (ImportError, ValueError) as e:  # fsspec's message names the package to install
       raise UsageError(f"{flag} {path}: {e}") from e
-    if is_file:
-      raise UsageError(f"{flag} {path} is a file; give a directory")
     return path
   path = pathlib.Path(path)
   existing = path

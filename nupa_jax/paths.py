@@ -28,6 +28,14 @@ def is_remote(location: str | os.PathLike) -> bool:
   return "://" in os.fspath(location)
 
 
+def check_file_system(location: str | os.PathLike) -> None:
+  """Raises if a URL's file system is not installed (ImportError naming the package, gcsfs for
+  `gs://`) or not known (ValueError); asks no server. A local path always passes."""
+  if is_remote(location):
+    import fsspec  # pylint: disable=g-import-not-at-top  (epath's backend for URLs)
+    fsspec.get_filesystem_class(os.fspath(location).split("://", 1)[0])
+
+
 def absolute(location: str | os.PathLike) -> epath.Path:
   """A local path resolved (orbax wants absolute directories); a URL as it is."""
   return path(location) if is_remote(location) else path(location).resolve()
