@@ -10,13 +10,15 @@ one with the lowest validation loss (saved with metrics at evaluation steps).
 from __future__ import annotations
 
 import logging
-import pathlib
+import os
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 from flax import nnx
 from orbax.checkpoint import checkpoint_managers
+
+from nupa_jax import paths
 
 CHECKPOINT_DIR = "checkpoints"
 BEST_METRIC = "val_loss"
@@ -39,14 +41,14 @@ logging.getLogger("absl").addFilter(_QuietUntrackedSaves())
 class Checkpointer:
   """A CheckpointManager over `WORKDIR/checkpoints` keeping latest-k and best."""
 
-  def __init__(self, workdir: str | pathlib.Path, *, keep: int = 2, keep_best: bool = True,
+  def __init__(self, workdir: str | os.PathLike, *, keep: int = 2, keep_best: bool = True,
                async_save: bool = True, read_only: bool = False):
     policies = [checkpoint_managers.LatestN(n=keep)]
     if keep_best:
       policies.append(checkpoint_managers.BestN(
           get_metric_fn=_best_metric, reverse=True, n=1,
           keep_checkpoints_without_metrics=False))
-    self.directory = pathlib.Path(workdir).resolve() / CHECKPOINT_DIR
+    self.directory = paths.absolute(workdir) / CHECKPOINT_DIR
     # read_only: open another run's checkpoints without creating, cleaning or pruning.
     options = ocp.CheckpointManagerOptions(
         best_fn=_best_metric, best_mode="min",

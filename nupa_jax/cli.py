@@ -24,6 +24,8 @@ from absl import flags
 from ml_collections import config_flags
 from ml_collections.config_flags.config_flags import is_config_flag
 
+from nupa_jax import paths
+
 USAGE = 2  # the exit status of every usage error
 # Errors of a path the user gave: raised by the file system, reported as usage errors by the
 # tools whose inputs and outputs are paths.
@@ -58,8 +60,13 @@ def usage_errors(*kinds: type[BaseException], label: str = "error") -> Iterator[
 
 def output_dir(path: str | os.PathLike, flag: str) -> str | os.PathLike:
   """`path` as a directory the tool can create or write in, checked before any work; the
-  UsageError names `flag` and what is in the way. A URL (`gs://...`) is left to its library."""
-  if "://" in os.fspath(path):
+  UsageError names `flag` and what is in the way. A URL (`gs://...`) needs its file system
+  installed; the bucket itself is not asked (its permissions show at the first write)."""
+  if paths.is_remote(path):
+    try:
+      paths.check_file_system(path)
+    except (ImportError, ValueError) as e:  # fsspec's message names the package to install
+      raise UsageError(f"{flag} {path}: {e}") from e
     return path
   path = pathlib.Path(path)
   existing = path

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import pathlib
+import os
 from typing import Any
 
 
@@ -65,7 +65,7 @@ class ModelSource(abc.ABC):
   def trainable(self, config) -> Any:
     """The nnx filter of the variables a train step differentiates."""
 
-  def finish(self, graphdef, state, config, workdir: pathlib.Path) -> str | None:
+  def finish(self, graphdef, state, config, workdir: os.PathLike) -> str | None:
     """Runs on every process when training ends (e.g. an export); returns a line to print."""
     del graphdef, state, config, workdir
     return None

@@ -8,13 +8,14 @@ mapped to today's names (`settings.upgrade`), so a workdir of any age evaluates 
 from __future__ import annotations
 
 import json
-import pathlib
+import os
 from collections.abc import Sequence
 
 import jax
 import ml_collections
 
 from nupa_jax import checkpoint as checkpoint_lib
+from nupa_jax import paths
 from nupa_jax import plugins  # pylint: disable=unused-import  (registers every run mode)
 from nupa_jax import runmode
 from nupa_jax import settings
@@ -24,18 +25,18 @@ from nupa_jax.evaluation import results as results_lib
 from nupa_jax.training import trainer
 
 
-def load_run_config(workdir: str | pathlib.Path) -> ml_collections.ConfigDict:
+def load_run_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:
   """The ConfigDict a run saved as `config.json`, legacy fields upgraded."""
-  path = pathlib.Path(workdir) / trainer.CONFIG_FILE
+  path = paths.path(workdir) / trainer.CONFIG_FILE
   if not path.exists():
     raise FileNotFoundError(f"{path} not found: is {workdir} a training workdir?")
   return settings.upgrade(ml_collections.ConfigDict(json.loads(path.read_text())))
 
 
-def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
+def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
                         tasks: Sequence[str] | None = None,
                         per_length: int | None = None, greedy: bool | None = None,
-                        out: str | pathlib.Path | None = None) -> tuple[int, dict, pathlib.Path]:
+                        out: str | os.PathLike | None = None) -> tuple[int, dict, paths.Path]:
   """Evaluates checkpoint `best` / `latest` / STEP of a run; returns (step, results, file).
 
   The results go to `out`, or to `eval/evaluations/` under `results.evaluation_name` -- never
@@ -63,8 +64,8 @@ def evaluate_checkpoint(workdir: str | pathlib.Path, checkpoint: str = "best",
   results = evaluator.evaluate(spec.graphdef, params,
                                report=print if jax.process_index() == 0 else None)
   greedy = evaluator.settings.greedy
-  out = pathlib.Path(out) if out else (
-      pathlib.Path(workdir) / results_lib.EVAL_DIR / "evaluations" /
+  out = paths.path(out) if out else (
+      paths.path(workdir) / results_lib.EVAL_DIR / "evaluations" /
       results_lib.evaluation_name(step, greedy, evaluator.per_length, tasks))
   if jax.process_index() == 0:
     results_lib.write_evaluation(out, step, results,

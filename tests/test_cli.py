@@ -98,6 +98,11 @@ def test_output_dir_accepts_new_and_existing_directories_and_urls(tmp_path):
   assert cli.output_dir("gs://bucket/run", "--workdir") == "gs://bucket/run"
 
 
+def test_output_dir_refuses_a_url_without_a_file_system():
+  with pytest.raises(cli.UsageError, match="--workdir nosuch://bucket/run: .*nosuch"):
+    cli.output_dir("nosuch://bucket/run", "--workdir")
+
+
 def test_output_dir_refuses_a_directory_it_cannot_write_in(tmp_path, monkeypatch):
   locked = tmp_path / "locked"
   locked.mkdir()

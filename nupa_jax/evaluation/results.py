@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import pathlib
+import os
 from collections.abc import Sequence
 
 from nupa_jax import metrics
+from nupa_jax import paths
 
 EVAL_DIR = "eval"
 
@@ -21,24 +22,23 @@ def skipped_meta(skipped: dict[str, int]) -> dict:
   return {"skipped_over_context": dict(skipped)} if skipped else {}
 
 
-def write_results(workdir: str | pathlib.Path, step: int, results: dict,
-                  meta: dict) -> pathlib.Path:
+def write_results(workdir: str | os.PathLike, step: int, results: dict,
+                  meta: dict) -> paths.Path:
   """`eval/step_{step}.json` and `eval/latest.json` (with a `_meta` entry); returns the former."""
-  directory = pathlib.Path(workdir) / EVAL_DIR
+  directory = paths.path(workdir) / EVAL_DIR
   path = directory / f"step_{step}.json"
   for target in (path, directory / "latest.json"):
     write_evaluation(target, step, results, meta)
   return path
 
 
-def write_evaluation(path: str | pathlib.Path, step: int, results: dict, meta: dict) -> None:
+def write_evaluation(path: str | os.PathLike, step: int, results: dict, meta: dict) -> None:
   """One results file with its `_meta` entry, written atomically (a killed run never leaves half
   a file)."""
-  path = pathlib.Path(path)
+  path = paths.path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_suffix(".tmp")
-  tmp.write_text(json.dumps({**results, "_meta": dict(meta, step=step)}, indent=1))
-  tmp.replace(path)
+  paths.write_text_atomic(path, json.dumps({**results, "_meta": dict(meta, step=step)},
+                                           indent=1))
 
 
 def evaluation_name(step: int, greedy: bool, per_length: int,

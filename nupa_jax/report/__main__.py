@@ -14,6 +14,7 @@ import pathlib
 import sys
 
 from nupa_jax import cli
+from nupa_jax import paths
 from nupa_jax.report import paper, scales
 from nupa_jax.report.build import make_report
 from nupa_jax.report.loading import ReportError
@@ -23,13 +24,22 @@ def _log(message: str) -> None:
   print(f"[report] {message}", file=sys.stderr, flush=True)
 
 
+def _local_folder(value: str) -> pathlib.Path:
+  """`--out`: figures are drawn into local files, so the report's folder is local."""
+  if paths.is_remote(value):
+    raise argparse.ArgumentTypeError(f"{value}: give a local folder (the runs it reads may be "
+                                     "gs:// URLs); copy the report to a bucket afterwards")
+  return pathlib.Path(value)
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = cli.ArgumentParser(prog="python -m nupa_jax.report", description=__doc__,
                               epilog="paper file format:\n\n" + paper.FORMAT,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--workdirs", nargs="+", required=True, type=pathlib.Path, metavar="DIR",
-                      help="run workdirs, sweep folders and `benchmark score` REPORT.json files")
-  parser.add_argument("--out", required=True, type=pathlib.Path,
+  parser.add_argument("--workdirs", nargs="+", required=True, type=paths.path, metavar="DIR",
+                      help="run workdirs, sweep folders and `benchmark score` REPORT.json files "
+                           "(local paths or gs:// URLs)")
+  parser.add_argument("--out", required=True, type=_local_folder,
                       help="folder for index.md, figures/ and tables/")
   parser.add_argument("--metric", default="exact_match", choices=list(scales.SCALES),
                       help="metric drawn in the figures (tables hold all three)")

@@ -16,10 +16,11 @@ from collections.abc import Callable
 import dataclasses
 import json
 import math
-import pathlib
+import os
 import re
 from typing import Any
 
+from nupa_jax import paths as paths_lib
 from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
 from nupa_jax.metrics import METRICS
 from nupa_jax.report import trained
@@ -50,7 +51,7 @@ class TaskResult:
 @dataclasses.dataclass(frozen=True)
 class Evaluation:
   """One eval file: the results of every task at one point of training (or of a scoring)."""
-  source: pathlib.Path
+  source: paths_lib.Path
   step: int | None
   samples_seen: float | None
   tasks: dict[str, TaskResult]
@@ -77,7 +78,7 @@ class Entry:
   """One run or one scored report: its settings, its final results and its eval history."""
   name: str
   kind: str  # "run" or "report"
-  path: pathlib.Path
+  path: paths_lib.Path
   config: dict[str, Any]  # flattened config.json ({} for reports)
   args: dict[str, Any] | None  # the sweep's grid arguments for this run, if a sweep.json named it
   final: Evaluation
@@ -86,7 +87,7 @@ class Entry:
   losses: Losses = Losses()
 
 
-def read_json(path: pathlib.Path) -> Any:
+def read_json(path: paths_lib.Path) -> Any:
   """Parsed JSON, or a ReportError naming the file and the parser's complaint."""
   try:
     return json.loads(path.read_text())
@@ -96,7 +97,7 @@ def read_json(path: pathlib.Path) -> Any:
     raise ReportError(f"{path} is not valid JSON ({e}); was it written completely?") from e
 
 
-def _number(value: Any, path: pathlib.Path, where: str) -> float:
+def _number(value: Any, path: paths_lib.Path, where: str) -> float:
   """A JSON number as written (ints stay ints, so tables show counts as counts); null -> NaN."""
   if value is None:
     return math.nan
@@ -105,7 +106,7 @@ def _number(value: Any, path: pathlib.Path, where: str) -> float:
   return value
 
 
-def _metrics(raw: Any, path: pathlib.Path, where: str) -> dict[str, float]:
+def _metrics(raw: Any, path: paths_lib.Path, where: str) -> dict[str, float]:
   if not isinstance(raw, dict):
     raise ReportError(f"{path}: {where} is {type(raw).__name__}, expected an object "
                       f"with {', '.join(METRICS)}, n")
@@ -117,7 +118,7 @@ def _metrics(raw: Any, path: pathlib.Path, where: str) -> dict[str, float]:
   return out
 
 
-def _digit_table(raw: Any, path: pathlib.Path, where: str) -> dict[str, float | None]:
+def _digit_table(raw: Any, path: paths_lib.Path, where: str) -> dict[str, float | None]:
   if raw is None:
     return {}
   if not isinstance(raw, dict):
@@ -126,7 +127,7 @@ def _digit_table(raw: Any, path: pathlib.Path, where: str) -> dict[str, float | 
           for m in METRICS if m in raw}
 
 
-def _task_result(raw: Any, path: pathlib.Path, task: str) -> TaskResult:
+def _task_result(raw: Any, path: paths_lib.Path, task: str) -> TaskResult:
   if not isinstance(raw, dict) or not isinstance(raw.get("per_digit"), dict):
     raise ReportError(f"{path}: task {task!r} has no 'per_digit' object; expected "
                       "{task: {'per_digit': {d: {...}}, 'S': {...}, ..., "
@@ -152,7 +153,7 @@ def _task_result(raw: Any, path: pathlib.Path, task: str) -> TaskResult:
                               f"{task}.performance_preserving_digits"))
 
 
-def read_evaluation(path: pathlib.Path, step: int | None = None) -> Evaluation:
+def read_evaluation(path: paths_lib.Path, step: int | None = None) -> Evaluation:
   """One eval / REPORT.json file: task keys hold results, keys starting with `_` are metadata."""
   raw = read_json(path)
   if not isinstance(raw, dict):
@@ -168,7 +169,7 @@ def read_evaluation(path: pathlib.Path, step: int | None = None) -> Evaluation:
   return Evaluation(source=path, step=step, samples_seen=seen, tasks=tasks, meta=meta)
 
 
-def read_train_log(path: pathlib.Path) -> list[dict[str, Any]]:
+def read_train_log(path: paths_lib.Path) -> list[dict[str, Any]]:
   """The JSON objects of a run's `train_metrics.jsonl`, logged steps and events alike; a torn
   last line (a run killed mid-write) is skipped; [] when the file is absent."""
   if not path.exists():
@@ -241,21 +242,21 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
   return out
 
 
-def _step_files(eval_dir: pathlib.Path) -> list[tuple[int, pathlib.Path]]:
+def _step_files(eval_dir: paths_lib.Path) -> list[tuple[int, paths_lib.Path]]:
   found = [(_STEP_FILE.fullmatch(p.name), p) for p in eval_dir.glob("step_*.json")]
   return sorted((int(m.group(1)), p) for m, p in found if m)
 
 
-def is_workdir(path: pathlib.Path) -> bool:
+def is_workdir(path: paths_lib.Path) -> bool:
   return path.is_dir() and ((path / "config.json").is_file() or (path / "eval").is_dir())
 
 
-def has_results(path: pathlib.Path) -> bool:
+def has_results(path: paths_lib.Path) -> bool:
   eval_dir = path / "eval"
   return (eval_dir / "latest.json").is_file() or bool(_step_files(eval_dir))
 
 
-def load_workdir(path: pathlib.Path, args: dict[str, Any] | None = None,
+def load_workdir(path: paths_lib.Path, args: dict[str, Any] | None = None,
                  name: str | None = None) -> Entry:
   """A training run: final eval (latest.json, else the last step), history and settings."""
   eval_dir = path / "eval"
@@ -289,7 +290,7 @@ def load_workdir(path: pathlib.Path, args: dict[str, Any] | None = None,
                losses=_losses(records, history, points))
 
 
-def load_report(path: pathlib.Path) -> Entry:
+def load_report(path: paths_lib.Path) -> Entry:
   """A `benchmark score` REPORT.json: named by `_meta.model` if present, else by its file."""
   final = read_evaluation(path)
   model = final.meta.get("model")
@@ -298,7 +299,7 @@ def load_report(path: pathlib.Path) -> Entry:
                path=path, config={}, args=None, final=final, history=[], train_digits={})
 
 
-def _sweep_runs(path: pathlib.Path) -> list[tuple[pathlib.Path, str, dict | None, str | None]]:
+def _sweep_runs(path: paths_lib.Path) -> list[tuple[paths_lib.Path, str, dict | None, str | None]]:
   """(workdir, name, grid args, status) for each run of a sweep, from sweep.json or subfolders."""
   spec_path = path / "sweep.json"
   if not spec_path.is_file():
@@ -311,7 +312,7 @@ def _sweep_runs(path: pathlib.Path) -> list[tuple[pathlib.Path, str, dict | None
   out = []
   for run in runs:
     name = str(run.get("name") or run.get("workdir") or "")
-    workdir = pathlib.Path(str(run.get("workdir") or name))
+    workdir = paths_lib.path(str(run.get("workdir") or name))
     # Relative workdirs may be relative to the sweep folder or to where the sweep was launched.
     candidates = [workdir] if workdir.is_absolute() else [path / workdir, path / workdir.name,
                                                           path / name, workdir]
@@ -321,7 +322,7 @@ def _sweep_runs(path: pathlib.Path) -> list[tuple[pathlib.Path, str, dict | None
   return out
 
 
-def load_sweep(path: pathlib.Path, log: Callable[[str], None]) -> list[Entry]:
+def load_sweep(path: paths_lib.Path, log: Callable[[str], None]) -> list[Entry]:
   """Every run of a sweep that has eval results; the others are reported and skipped."""
   runs = _sweep_runs(path)
   entries = []
@@ -338,10 +339,10 @@ def load_sweep(path: pathlib.Path, log: Callable[[str], None]) -> list[Entry]:
   return entries
 
 
-def load(paths: list[pathlib.Path], log: Callable[[str], None] = print) -> list[Entry]:
+def load(paths: list[str | os.PathLike], log: Callable[[str], None] = print) -> list[Entry]:
   """Entries from any mix of workdirs, sweep folders and REPORT.json files, in input order."""
   entries = []
-  for path in paths:
+  for path in map(paths_lib.path, paths):  # local paths and gs:// URLs alike
     if path.is_file():
       entries.append(load_report(path))
     elif not path.exists():

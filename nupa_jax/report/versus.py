@@ -10,8 +10,8 @@ The spec is a JSON list of rows, each naming the paper's cell and the runs that 
      "digits": 8, "metric": "digit_match", "paper": 0.97,
      "runs": ["docs/results/small_dataset/runs/task-add_int_pe-rope_seed-*"]}
 
-(`runs`: folders or glob patterns, relative to the current directory; `paper`: null where the
-paper gives no number). Each CSV row has the columns of `COLUMNS`: `ours_mean` / `ours_std`
+(`runs`: folders or glob patterns, relative to the current directory, or `gs://` run folders
+without patterns; `paper`: null where the paper gives no number). Each CSV row has the columns of `COLUMNS`: `ours_mean` / `ours_std`
 are the mean and sample standard deviation (empty for one run) of the runs'
 `eval/latest.json[task]["per_digit"][digits][metric]`, `seeds` the number of distinct seeds,
 `samples_per_run` the `samples_seen` of each run's last `train_metrics.jsonl` line (`;`-joined
@@ -33,6 +33,7 @@ import statistics
 import sys
 
 from nupa_jax import cli
+from nupa_jax import paths
 
 COLUMNS = ("paper_table", "setting", "task", "digits", "metric", "paper", "ours_mean",
            "ours_std", "seeds", "samples_per_run", "runs")
@@ -47,17 +48,17 @@ def _run_folders(patterns: list[str], where: str) -> list[str]:
   folders = []
   for pattern in patterns:
     found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-    found = [f for f in found if pathlib.Path(f).is_dir()]
+    found = [f for f in found if paths.path(f).is_dir()]  # a local folder or a gs:// URL
     if not found:
       raise SpecError(f"{where}: no run folder matches {pattern!r}")
     folders += [f.rstrip("/") for f in found]
   return folders
 
 
-def _results_file(run: str, evaluation: str | None) -> pathlib.Path:
+def _results_file(run: str, evaluation: str | None) -> paths.Path:
   if evaluation is None:
-    return pathlib.Path(run) / "eval" / "latest.json"
-  matches = sorted(pathlib.Path(run).glob(evaluation))
+    return paths.path(run) / "eval" / "latest.json"
+  matches = sorted(paths.path(run).glob(evaluation))
   if not matches:
     raise SpecError(f"{run} has no results file matching {evaluation!r}")
   return matches[0]
@@ -65,7 +66,7 @@ def _results_file(run: str, evaluation: str | None) -> pathlib.Path:
 
 def _last_samples_seen(run: str) -> int | None:
   samples = None
-  with open(pathlib.Path(run) / "train_metrics.jsonl") as f:
+  with (paths.path(run) / "train_metrics.jsonl").open() as f:
     for line in f:
       record = json.loads(line) if line.strip() else {}
       if "samples_seen" in record:
@@ -94,7 +95,7 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
   runs = _run_folders(list(spec["runs"]), where)
   values = [_value(r, spec["task"], int(spec["digits"]), spec["metric"], evaluation)
             for r in runs]
-  seeds = {json.loads((pathlib.Path(r) / "config.json").read_text()).get("seed") for r in runs}
+  seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
   samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
   paper = spec.get("paper")
   return {

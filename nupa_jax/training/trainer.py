@@ -24,7 +24,7 @@ any save), so a NaN or inf stops the run with the last good checkpoint intact.
 from __future__ import annotations
 
 import math
-import pathlib
+import os
 import time
 
 import jax
@@ -33,6 +33,7 @@ from flax import nnx
 
 from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import data as data_lib
+from nupa_jax import paths
 from nupa_jax import plugins  # pylint: disable=unused-import  (registers every run mode)
 from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
@@ -64,7 +65,7 @@ class _Run:
   scratch or a pretrained checkpoint) is resolved once here; the rest of the trainer calls it.
   """
 
-  def __init__(self, config, workdir: pathlib.Path):
+  def __init__(self, config, workdir: paths.Path):
     self.workdir = workdir
     try:
       self.train = settings_lib.Train.from_config(config)
@@ -99,10 +100,9 @@ class _Run:
       raise ConfigError(str(e)) from e
 
 
-def _write_config(config, workdir: pathlib.Path) -> None:
-  tmp = workdir / (CONFIG_FILE + ".tmp")
-  tmp.write_text(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
-  tmp.replace(workdir / CONFIG_FILE)
+def _write_config(config, workdir: paths.Path) -> None:
+  paths.write_text_atomic(workdir / CONFIG_FILE,
+                          config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
 
 
 class _Window:
@@ -154,9 +154,10 @@ def _recipe_line(config) -> str:
           f"{config.train.batch_size}, lr {config.train.learning_rate:g}")
 
 
-def train_and_evaluate(config, workdir: str | pathlib.Path) -> dict:
-  """Trains (or resumes) the run of `config` in `workdir`; returns the final evaluation."""
-  workdir = pathlib.Path(workdir)
+def train_and_evaluate(config, workdir: str | os.PathLike) -> dict:
+  """Trains (or resumes) the run of `config` in `workdir` (a local path or a `gs://` URL);
+  returns the final evaluation."""
+  workdir = paths.path(workdir)
   main = jax.process_index() == 0
   run = _Run(config, workdir)
   if main:

@@ -9,35 +9,55 @@ so every step appears once and the file reads as one uninterrupted run plus resu
 A rerun that finds no checkpoint drops every step the same way and marks it with a `restart`
 event; a run stopped by a signal ends with a `stop` event (training/stopping.py).
 TensorBoard files use tensorboardX (no TensorFlow); clu's writers would import TensorFlow.
+In a `gs://` workdir both files go through `paths.AppendedFile`: the log's object is rewritten
+at each line, the event file's whenever tensorboardX flushes (every two minutes, and at the end).
 """
 from __future__ import annotations
 
 import json
 import math
-import pathlib
+import os
 import sys
 import time
 
+from nupa_jax import paths
+
 METRICS_FILE = "train_metrics.jsonl"
+
+
+class _EventFiles:
+  """tensorboardX's writer factory for `gs://` event files: through the project's path library
+  (tensorboardX's own would need google-cloud-storage and its credentials)."""
+
+  def open(self, location: str) -> paths.AppendedFile:
+    return paths.AppendedFile(location)
+
+  def directory_check(self, location: str) -> None:
+    del location  # buckets have no directories to create
 
 
 class MetricWriter:
   """JSONL + TensorBoard scalars for one workdir."""
 
-  def __init__(self, workdir: str | pathlib.Path, *, enabled: bool = True):
+  def __init__(self, workdir: str | os.PathLike, *, enabled: bool = True):
     self.enabled = enabled
-    self.path = pathlib.Path(workdir) / METRICS_FILE
+    self.path = paths.path(workdir) / METRICS_FILE
     self._file = None
     self._tb = None
     if enabled:
-      self.path.parent.mkdir(parents=True, exist_ok=True)
-      self._file = self.path.open("a", buffering=1)  # line-buffered
+      self._file = paths.AppendedFile(self.path)
 
   def _tensorboard(self):
     if self._tb is None:
-      from tensorboardX import SummaryWriter  # imported lazily: ~1 s, not needed by tests
-      self._tb = SummaryWriter(str(self.path.parent / "tensorboard"))
+      # imported lazily: ~1 s, not needed by tests
+      from tensorboardX import SummaryWriter, record_writer
+      record_writer.register_writer_factory("gs", _EventFiles())
+      self._tb = SummaryWriter(os.fspath(self.path.parent / "tensorboard"))
     return self._tb
+
+  def _line(self, record: dict) -> None:
+    self._file.write(json.dumps(record) + "\n")
+    self._file.flush()  # a killed run loses at most the line being written
 
   def truncate_after(self, step: int) -> bool:
     """Drops records (steps and events) beyond `step`, and a torn last line, left by a
@@ -46,7 +66,8 @@ class MetricWriter:
       return False
     self._file.close()
     kept = []
-    lines = self.path.read_text().splitlines()
+    # (an object is written at its first flush: a fresh remote log has none yet)
+    lines = self.path.read_text().splitlines() if self.path.exists() else []
     for line in lines:
       try:
         record = json.loads(line)
@@ -55,14 +76,14 @@ class MetricWriter:
       if record.get("step", 0) <= step:
         kept.append(line)
     self.path.write_text("".join(line + "\n" for line in kept))
-    self._file = self.path.open("a", buffering=1)
+    self._file = paths.AppendedFile(self.path)
     return len(kept) < len(lines)
 
   def write(self, record: dict) -> None:
     """One logged step: a JSONL line and a TensorBoard scalar per numeric field."""
     if not self.enabled:
       return
-    self._file.write(json.dumps(record) + "\n")
+    self._line(record)
     tb = self._tensorboard()
     for key, value in record.items():
       if key != "step" and isinstance(value, (int, float)) and math.isfinite(value):
@@ -70,7 +91,7 @@ class MetricWriter:
 
   def event(self, name: str, **fields) -> None:
     if self.enabled:
-      self._file.write(json.dumps({"event": name, **fields}) + "\n")
+      self._line({"event": name, **fields})
 
   def scalars(self, prefix: str, step: int, values: dict[str, float]) -> None:
     """Extra TensorBoard scalars (validation loss, eval buckets)."""
