@@ -58,10 +58,15 @@ def usage_errors(*kinds: type[BaseException], label: str = "error") -> Iterator[
     fail(_message(e), label)
 
 
-def output_dir(path: str | os.PathLike, flag: str) -> str | os.PathLike:
+def output_dir(path: str | os.PathLike, flag: str,
+               remote: bool = True) -> str | os.PathLike:
   """`path` as a directory the tool can create or write in, checked before any work; the
   UsageError names `flag` and what is in the way. A URL (`gs://...`) needs its file system
-  installed; the bucket itself is not asked (its permissions show at the first write)."""
+  installed; the bucket itself is not asked (its permissions show at the first write). Tools
+  that write only local files pass `remote=False`, and a URL is refused."""
+  if paths.is_remote(path) and not remote:
+    raise UsageError(f"{flag} {path}: this command writes a local folder; give a local path "
+                     "(copy the result to a bucket afterwards)")
   if paths.is_remote(path):
     try:
       paths.check_file_system(path)

@@ -12,6 +12,7 @@ to (so `AppendedFile` keeps a remote file's contents and rewrites the object at 
 from __future__ import annotations
 
 import os
+import pathlib
 
 from etils import epath
 
@@ -93,3 +94,15 @@ class AppendedFile:
     if self._file is not None:
       self._file.close()
       self._file = None
+
+
+def upload_tree(local: str | os.PathLike, target: str | os.PathLike) -> None:
+  """Copies every file under the local folder `local` to the same relative names under
+  `target` (for writers, such as safetensors', that need a local file first)."""
+  local = pathlib.Path(local)
+  target = path(target)
+  for source in sorted(local.rglob("*")):
+    if source.is_file():
+      destination = target / source.relative_to(local).as_posix()
+      destination.parent.mkdir(parents=True, exist_ok=True)
+      destination.write_bytes(source.read_bytes())

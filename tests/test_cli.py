@@ -52,6 +52,9 @@ def a_file(tmp_path_factory) -> pathlib.Path:
      "error: unknown task 'add_intt'; did you mean add_int"),
     (["-m", "nupa_jax.benchmark", "build", "--out={file}", "--tasks=add_int"],
      "error: --out {file} is a file; give a directory"),
+    (["-m", "nupa_jax.benchmark", "build", "--out=gs://bucket/bench", "--tasks=add_int"],
+     "error: --out gs://bucket/bench: this command writes a local folder; give a local path "
+     "(copy the result to a bucket afterwards)"),
     (["-m", "nupa_jax.benchmark", "build", "--out={tmp}/b", "--tasks=add_intt"],
      "error: unknown task 'add_intt'; did you mean add_int"),
     (["-m", "nupa_jax.benchmark", "score", "--test={tmp}", "--predictions={tmp}/none.jsonl"],

@@ -113,3 +113,15 @@ def test_train_resume_evaluate_and_report_in_a_bucket(emulator, tmp_path):
   assert [(r["run"], r["task"], int(r["n"])) for r in rows] == [(RUN, "add_int", 2)]
   assert float(rows[0]["exact_match"]) == latest["add_int"]["S"]["exact_match"]
   assert f"{WORKDIR}/eval/latest.json" in (out / "index.md").read_text()
+
+
+def test_a_local_folder_uploads_to_the_bucket(emulator, tmp_path):
+  """How a finetuned model's export reaches a gs:// workdir (safetensors writes local files)."""
+  from nupa_jax import paths
+  (tmp_path / "tokenizer").mkdir()
+  (tmp_path / "model.safetensors").write_bytes(bytes(range(256)) * 3)
+  (tmp_path / "tokenizer" / "tokenizer.json").write_text('{"a": 1}')
+  paths.upload_tree(tmp_path, f"{WORKDIR}/export")
+  objects = _objects(emulator)
+  assert objects == {"export/model.safetensors": 768, "export/tokenizer/tokenizer.json": 8}
+  assert _read(emulator, "export/model.safetensors") == bytes(range(256)) * 3

@@ -29,7 +29,7 @@ def _task_names(text: str | None) -> list[str] | None:
 
 def _build(args: argparse.Namespace) -> None:
   names = _task_names(args.tasks)
-  cli.output_dir(args.out, "--out")
+  cli.output_dir(args.out, "--out", remote=False)
   start = time.perf_counter()
   counts = build.build(args.out, seed=args.seed, per_length=args.per_length, task_names=names,
                        formats=_FORMATS[args.format], workers=args.workers)

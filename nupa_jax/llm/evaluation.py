@@ -187,7 +187,8 @@ def evaluate(options: Options) -> dict:
   """
   if not options.model:
     raise ValueError("evaluating needs --model DIR (a Hugging Face checkpoint directory)")
-  out = pathlib.Path(cli.output_dir(options.out or default_out(options), "--out"))
+  out = pathlib.Path(cli.output_dir(options.out or default_out(options), "--out",
+                                    remote=False))
   questions, held = load_test(options)
   asked = [q for qs in questions.values() for q in qs]
   predictions = earlier_predictions(out, options)

@@ -20,8 +20,10 @@ The data is the ordinary pipeline with a text encoder (`llm.encoding`, or RF-CoT
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
+import tempfile
 from typing import Any
 
 import jax
@@ -29,6 +31,7 @@ import optax
 from flax import nnx
 
 from nupa_jax import models
+from nupa_jax import paths
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.llm import tokenizer as tokenizer_lib
 from nupa_jax.models import hf
@@ -100,12 +103,22 @@ def initialise(state_spec: state_lib.StateSpec, config, *, seed: int = 0,
   return nnx.merge_state(rest, nnx.State({0: base}) if tx is not None else base)
 
 
-def export(model: nnx.Module, config, out_dir: str | pathlib.Path) -> pathlib.Path:
+def export(model: nnx.Module, config, out_dir: str | os.PathLike):
   """Merges the adapters into the base weights (in place) and writes a Hugging Face
   checkpoint to `out_dir`: the weights in the parameters' dtype, the source config.json's
-  other keys and its tokenizer files. Every process must call it; process 0 writes."""
+  other keys and its tokenizer files. Every process must call it; process 0 writes. A bucket
+  (`gs://...`) gets the files written locally first, then uploaded."""
+  if paths.is_remote(out_dir):
+    with tempfile.TemporaryDirectory() as local:
+      _export_local(model, config, pathlib.Path(local))
+      if jax.process_index() == 0:
+        paths.upload_tree(local, out_dir)
+    return paths.path(out_dir)
+  return _export_local(model, config, pathlib.Path(out_dir))
+
+
+def _export_local(model: nnx.Module, config, out_dir: pathlib.Path) -> pathlib.Path:
   source = pathlib.Path(config.pretrained)
-  out_dir = pathlib.Path(out_dir)
   lora.merge(model)
   hf.save_pretrained(model, out_dir, base_config=hf.read_config(source))
   if jax.process_index() == 0:

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                            "values beside the paper's; format below")
   args = parser.parse_args(argv)
   with cli.usage_errors(ReportError, *cli.PATH_ERRORS):
-    cli.output_dir(args.out, "--out")
+    cli.output_dir(args.out, "--out", remote=False)
     path = make_report(args.workdirs, args.out, args.metric, args.labels, _log,
                        args.paper)
   print(path)
