@@ -95,6 +95,7 @@ cleanup() {
   done
 }
 stopping=""
+# shellcheck disable=SC2329  # called by the traps below
 forward() {  # a signal for the job: each process handles it (nupa_jax/training/stopping.py)
   local pid
   stopping=$1

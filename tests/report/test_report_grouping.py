@@ -38,7 +38,8 @@ def test_runs_of_unrelated_configs(tmp_path):
     path = make_run(tmp_path / name, pe=pe)
     config = json.loads((path / "config.json").read_text())
     config["model"]["hidden"] = hidden
-    config["train"] = {"steps": steps, "batch_size": steps // 10, "log_every": steps // 50}
+    config["train"] = {"steps": steps, "batch_size": steps // 10, "learning_rate": steps * 1e-7,
+                       "log_every": steps // 50}
     config["eval"] = {"per_length": steps // 100}
     write_json(path / "config.json", config)
     return path
