@@ -36,7 +36,6 @@ Runners:
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os

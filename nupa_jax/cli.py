@@ -140,27 +140,27 @@ def _config_args(argv: Sequence[str],
   for name in values:
     if not is_config_flag(values[name]):
       continue
-    spec, paths = None, []
+    spec, fields = None, []
     for i, arg in enumerate(argv):
       flag, sep, value = arg.partition("=")
       if flag == f"--{name}":
         spec = value if sep else (argv[i + 1] if i + 1 < len(argv) else None)
       elif flag.startswith(f"--{name}."):
-        paths.append(flag[len(name) + 3:])
+        fields.append(flag[len(name) + 3:])
     if spec is not None:
-      yield name, spec, paths
+      yield name, spec, fields
 
 
 def _flag_error(error: Exception, argv: Sequence[str], values: flags.FlagValues) -> str:
   """One line for an error of parsing `argv`: a config's own problem first (its file, its
   arguments, the fields its overrides name), else the flag library's message."""
-  for name, spec, paths in _config_args(argv, values):
+  for name, spec, fields in _config_args(argv, values):
     try:
       config = load_config(spec, f"--{name}")
     except UsageError as e:
       return str(e)
-    for path in paths:
-      problem = missing_field(config, path)
+    for field in fields:
+      problem = missing_field(config, field)
       if problem:
         return problem
   if "\n" in str(error):  # a traceback inside: the first error's own message

@@ -17,7 +17,6 @@ from typing import Any
 import grain
 import jax
 import ml_collections
-import numpy as np
 from absl import flags
 from absl import logging
 

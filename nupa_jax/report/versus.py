@@ -27,13 +27,13 @@ import csv
 import decimal
 import glob
 import json
-import math
 import pathlib
 import statistics
 import sys
 
 from nupa_jax import cli
 from nupa_jax import paths
+from nupa_jax.report import loading
 
 COLUMNS = ("paper_table", "setting", "task", "digits", "metric", "paper", "ours_mean",
            "ours_std", "seeds", "samples_per_run", "runs")
@@ -65,13 +65,8 @@ def _results_file(run: str, evaluation: str | None) -> paths.Path:
 
 
 def _last_samples_seen(run: str) -> int | None:
-  samples = None
-  with (paths.path(run) / "train_metrics.jsonl").open() as f:
-    for line in f:
-      record = json.loads(line) if line.strip() else {}
-      if "samples_seen" in record:
-        samples = int(record["samples_seen"])
-  return samples
+  records = loading.read_train_log(paths.path(run) / "train_metrics.jsonl")
+  return next((int(r["samples_seen"]) for r in reversed(records) if "samples_seen" in r), None)
 
 
 def _value(run: str, task: str, digits: int, metric: str, evaluation: str | None) -> float:
@@ -143,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--evaluation", help="results file inside each run, as a glob pattern "
                                            "(default: eval/latest.json)")
   args = parser.parse_args(argv)
-  with cli.usage_errors(SpecError, json.JSONDecodeError, *cli.PATH_ERRORS):
+  with cli.usage_errors(SpecError, loading.ReportError, json.JSONDecodeError,
+                        *cli.PATH_ERRORS):
     rows = [row(spec, args.evaluation) for spec in json.loads(args.spec.read_text())]
     write(rows, args.out)
     if args.markdown:

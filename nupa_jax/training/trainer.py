@@ -144,14 +144,14 @@ class _Window:
     return record, steps_per_s
 
 
-def _recipe_line(config) -> str:
+def _recipe_line(config, train: settings_lib.Train) -> str:
   """What the run trains, in one line: the choices a config family or size may have made."""
   text = config.get("text") or {}
   posenc = (config.get("model") or {}).get("posenc") or {}
   return (f"recipe: tasks {dict(config.data.tasks)}, digits {tuple(config.data.train_digits)}, "
           f"pe {dict(posenc)}, text format {dict(text.get('format') or {})}, tokenizer "
-          f"{dict(text.get('tokenizer') or {})}, {config.train.steps} steps of "
-          f"{config.train.batch_size}, lr {config.train.learning_rate:g}")
+          f"{dict(text.get('tokenizer') or {})}, {train.steps} steps of {train.batch_size}, "
+          f"lr {train.learning_rate:g}")
 
 
 def train_and_evaluate(config, workdir: str | os.PathLike) -> dict:
@@ -204,7 +204,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       nnx.merge(run.spec.graphdef, run.spec.abstract)[0], nnx.Param)))
   progress.print(f"model: {params:,} parameters; mesh {dict(run.mesh.shape)}; data "
                  f"{dict(data_lib.describe(run.pipeline))}")
-  progress.print(_recipe_line(c))
+  progress.print(_recipe_line(c, run.train))
 
   train_step = step_lib.make_train_step(
       run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
