@@ -49,10 +49,6 @@ from nupa_jax.text import SampleEncoder
 PROGRESS_EVERY_S = 30.0  # seconds between progress lines of a long evaluation
 
 
-def _round_up(n: int, multiple: int) -> int:
-  return -(-n // multiple) * multiple
-
-
 def _global(array: np.ndarray, sharding) -> jax.Array:
   """A global array from a host array every process holds in full."""
   return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
@@ -100,8 +96,8 @@ class Evaluator:
     self.questions = {} if not self.per_length else questions_lib.load_questions(
         self.tasks, e.digits, self.per_length, int(config.data.test_seed),
         e.test_dir, e.beyond_digits)
-    most = max(map(len, self.questions.values()), default=1)
-    rows = self.rows = _round_up(min(e.batch_size, most), sharding_lib.batch_divisor(mesh))
+    rows = self.rows = questions_lib.batch_rows(e.batch_size, self.questions,
+                                                sharding_lib.batch_divisor(mesh))
     self.skipped = collections.Counter()  # {task: test questions over the context}
     self.batches = questions_lib.make_batches(encoder, self.questions, rows, self.feature_names,
                                               self.skipped)

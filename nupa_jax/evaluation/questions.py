@@ -101,6 +101,14 @@ def load_questions(task_names: Sequence[str], digits: Sequence[int], per_length:
   return out
 
 
+def batch_rows(batch_size: int, questions: dict[str, list[testset.Question]],
+               divisor: int) -> int:
+  """Rows of a generation batch: `batch_size`, but no more than the most questions of one task
+  (a batch holds one task's), rounded up to a multiple of `divisor` (the mesh's batch axes)."""
+  rows = min(batch_size, max(map(len, questions.values()), default=1))
+  return -(-rows // divisor) * divisor
+
+
 def make_batches(encoder: SampleEncoder, questions: dict[str, list[testset.Question]], rows: int,
                  feature_names: Iterable[str] = (),
                  skipped: collections.Counter | None = None) -> list[Batch]:

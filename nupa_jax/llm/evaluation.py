@@ -110,14 +110,6 @@ def _global(array: np.ndarray, sharding: jax.sharding.Sharding) -> jax.Array:
   return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
 
 
-def batch_rows(options: Options, questions: Mapping[str, list[testset.Question]],
-               mesh: jax.sharding.Mesh) -> int:
-  """Rows of a generation batch: --batch-size, but no more than a task has questions (a batch
-  holds one task's), rounded up to split evenly over the mesh's batch axes."""
-  rows = min(options.batch_size, max(map(len, questions.values())))
-  return -(-rows // sharding_lib.batch_divisor(mesh)) * sharding_lib.batch_divisor(mesh)
-
-
 def generate_replies(model: nnx.Module, encoder: PromptEncoder,
                      batches: Sequence[questions_lib.Batch], mesh: jax.sharding.Mesh,
                      options: Options) -> Iterator[list[tuple[testset.Question, str]]]:
@@ -199,7 +191,8 @@ def evaluate(options: Options) -> dict:
   encoder = PromptEncoder(options.model, chat=options.chat, shots=options.shots,
                           shot_seed=options.seed, exclude=_exclude(questions))
   mesh = sharding_lib.make_mesh(options.mesh)
-  batches = questions_lib.make_batches(encoder, todo, batch_rows(options, todo, mesh)) if todo else []
+  batches = questions_lib.make_batches(encoder, todo, questions_lib.batch_rows(
+      options.batch_size, todo, sharding_lib.batch_divisor(mesh))) if todo else []
   done = sum(q.id in predictions for q in asked)
   if jax.process_index() == 0:
     print(f"{len(asked) - done:,} questions to ask in {len(batches)} batches"
