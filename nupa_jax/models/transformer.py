@@ -27,6 +27,10 @@ from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
 from nupa_jax.models.presets import REMAT_POLICIES, ModelConfig, resolve
 from nupa_jax.sharding import constrain
 
+# The attribute holding the stacked blocks: every parameter under it has a leading layer axis.
+STACKED_BLOCKS = "layers"
+
+
 class KVCache(NamedTuple):
   """Keys and values of every layer for S slots, with each slot's segment id and position."""
   k: jax.Array            # [layers, B, S, kv_heads, head_dim], compute dtype

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import jax
 import optax
 
+from nupa_jax.models import transformer
+
 Schedule = Callable[[jax.Array], jax.Array]
 
 _SCHEDULES: dict[str, Callable[..., Schedule]] = {
@@ -37,8 +39,16 @@ def schedule(train_config) -> Schedule:
 
 
 def _decay_mask(params):
-  """Weight decay on matrices only (not on norm scales or biases)."""
-  return jax.tree.map(lambda p: getattr(p, "ndim", 0) >= 2, params)
+  """Weight decay on matrices only, as the Transformers trainer does: not on norm scales or
+  biases. The blocks' parameters are stacked under `layers` with a leading layer axis, which
+  makes neither a stack of norm scales nor a (heads, head_dim) bias a matrix. Computed from the
+  parameter tree alone: optax calls it with bare arrays."""
+  def is_matrix(path, leaf):
+    keys = [k for k in (getattr(p, "key", getattr(p, "name", None)) for p in path)
+            if isinstance(k, str) and k != "value"]
+    stacked = bool(keys) and keys[0] == transformer.STACKED_BLOCKS
+    return getattr(leaf, "ndim", 0) - stacked >= 2 and keys[-1:] != ["bias"]
+  return jax.tree_util.tree_map_with_path(is_matrix, params)
 
 
 def _adamw(train_config, lr: Schedule) -> optax.GradientTransformation:

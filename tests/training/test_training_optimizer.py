@@ -1,6 +1,8 @@
 """Learning-rate schedule, decoupled weight decay on matrices only, gradient clipping."""
 import math
 
+import jax
+
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -62,3 +64,41 @@ def test_gradients_are_clipped_by_global_norm(clip, expected_norm):
   updates, _ = tx.update(grads, tx.init(params), params)
   assert float(optax.tree.norm(updates)) * 1e6 == pytest.approx(expected_norm, rel=1e-3)
 
+
+
+def test_weight_decay_skips_stacked_norm_scales_of_the_model():
+  """The blocks' parameters carry a leading `layers` axis: a stack of norm scales is 2-D but
+  still a set of vectors, which the Transformers trainer does not decay."""
+  from flax import nnx
+  from nupa_jax.models import transformer
+  c = train_config(schedule="constant", warmup_steps=0, learning_rate=1.0, weight_decay=0.1,
+                   grad_clip=0.0)
+  model = transformer.build({"preset": "tiny"}, 16, rngs=nnx.Rngs(0))
+  before = jax.tree.map(np.asarray, nnx.state(model, nnx.Param))
+  opt = nnx.Optimizer(model, optimizer.make(c), wrt=nnx.Param)
+  opt.update(model, jax.tree.map(jnp.zeros_like, nnx.state(model, nnx.Param)))
+  after = nnx.state(model, nnx.Param)
+  assert before["layers"]["attn_norm"]["scale"][...].ndim == 2
+  for path in (("layers", "attn_norm", "scale"), ("layers", "mlp_norm", "scale"),
+               ("norm", "scale")):
+    old, new = before, after
+    for key in path:
+      old, new = old[key], new[key]
+    np.testing.assert_allclose(new[...], old[...])
+  for path in (("layers", "mlp", "up", "kernel"), ("embed", "table")):
+    old, new = before, after
+    for key in path:
+      old, new = old[key], new[key]
+    np.testing.assert_allclose(new[...], 0.9 * old[...], rtol=1e-6)
+
+
+def test_weight_decay_skips_multi_axis_biases():
+  """Qwen2-style q / k / v biases have shape (heads, head_dim): biases all the same."""
+  c = train_config(schedule="constant", warmup_steps=0, learning_rate=1.0, weight_decay=0.1,
+                   grad_clip=0.0)
+  tx = optimizer.make(c)
+  params = {"q": {"kernel": jnp.ones((4, 2, 3)), "bias": jnp.ones((2, 3))}}
+  updates, _ = tx.update(optax.tree.zeros_like(params), tx.init(params), params)
+  new = optax.apply_updates(params, updates)
+  np.testing.assert_allclose(new["q"]["kernel"], 0.9)
+  np.testing.assert_allclose(new["q"]["bias"], 1.0)
