@@ -167,6 +167,8 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.eval.top_p = 0.9
   c.eval.sample_seed = 0
   c.eval.validation_batches = 8  # batches of the validation stream for validation loss
+  c.eval.learned_digits_rule = "prefix"  # "official": the paper's tables' (metrics.learned_digits)
+  c.eval.dlength_rule = "parts"  # "total": the official text scorer's (metrics.DLENGTH_RULES)
 
   c.checkpoint = ml_collections.ConfigDict()
   c.checkpoint.every = t["ckpt_every"]

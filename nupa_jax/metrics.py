@@ -11,15 +11,21 @@ Per question:
   the paper measures "the correctness of each digit [of the ground truth], with missing digits
   considered as errors", and the official code divides by the ground truth's digit count; extra
   digits are what dlength measures.
-- dlength: the sum over parts of |len(predicted part) - len(true part)| (the paper's wording;
-  the official LLM-scoring script subtracts the total lengths instead, which hides a digit moved
-  from one part to another).
+- dlength: by default (`DLENGTH_RULES["parts"]`) the sum over parts of |len(predicted part) -
+  len(true part)|, the paper's definition (§2.3, Appendix A.1.7). The official text scorer
+  (GraphPKU/number_cookbook, `src/text_model/metrics.py`, `StringMetrics.__call__`), which
+  scored the paper's LLM tables, subtracts the total lengths instead (`"total"`), which hides a
+  digit moved from one part to another; its number-model metric (`src/compute_metrics.py`,
+  `Metrics.compute_dlength`) sums the parts.
 A prediction that is not of the answer's representation scores as an empty number: exact
 match 0, digit match 0, dlength = the ground truth's digit count (Appendix A.2).
 
 Per task, `summarize` pools the questions of each length (per-digit means) and of each
 S/M/L/XL bucket (bucket means, pooled over questions as the official code does), and finds the
-well-learned and performance-preserving digits.
+well-learned and performance-preserving digits by one of `LEARNED_DIGITS_RULES` (see
+`learned_digits`). A summary records the rules its numbers were computed with
+(`learned_digits_rule`, `dlength_rule`); files from before these fields used the defaults
+(`rules_of`).
 
 Lengths past the benchmark (questions longer than the task's tier, `benchmark.testset`'s
 extension for length-generalization runs) fall in no S/M/L/XL bucket: the paper's buckets split
@@ -31,7 +37,7 @@ layout — besides their per-digit means, which are the result to read for such 
 import collections
 import dataclasses
 import re
-from typing import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from nupa_jax import numbers
 
@@ -61,6 +67,26 @@ THRESHOLDS = {
     "dlength": Thresholds(well_learned=0.1, performance_preserving=1.0, higher_is_better=False),
 }
 LEVELS = ("well_learned", "performance_preserving")
+
+
+def _dlength_of_parts(true_lengths: Sequence[int], predicted_lengths: Sequence[int]) -> int:
+  return sum(abs(t - p) for t, p in zip(true_lengths, predicted_lengths))
+
+
+def _dlength_of_totals(true_lengths: Sequence[int], predicted_lengths: Sequence[int]) -> int:
+  return abs(sum(true_lengths) - sum(predicted_lengths))
+
+
+# How `score` measures dlength from the parts' lengths (see the module docstring).
+DLENGTH_RULES = {"parts": _dlength_of_parts, "total": _dlength_of_totals}
+DEFAULT_DLENGTH_RULE = "parts"
+
+
+def check_rule(name: str, rules: Mapping[str, Callable], what: str) -> None:
+  """A ValueError naming `what` and the known rules unless `rules` has `name`."""
+  if name not in rules:
+    raise ValueError(f"{what} {name!r} is not one of: {', '.join(rules)}")
+
 
 # The answer formats that the paper's prompts ask LLMs to follow (Appendix A.2).
 _ANSWER_PATTERNS = {
@@ -109,27 +135,30 @@ def extract_answer(text: str, repr_name: str) -> str:
   return next(t.group() for t in _TOKEN.finditer(line) if t.start() <= match.start() < t.end())
 
 
-def score(prediction: str, truth: str, repr_name: str) -> dict[str, float]:
+def score(prediction: str, truth: str, repr_name: str,
+          dlength_rule: str = DEFAULT_DLENGTH_RULE) -> dict[str, float]:
   """Exact match (0/1), digit match (in [0, 1]) and dlength (an int) of one prediction.
 
   `repr_name` is the answer's representation (`task.answer_repr`); `truth` must be of it.
+  `dlength_rule` is one of `DLENGTH_RULES`.
   """
+  check_rule(dlength_rule, DLENGTH_RULES, "dlength rule")
   truth_parts = numbers.split_parts(truth, repr_name)
   if truth_parts is None:
     raise ValueError(f"ground truth {truth!r} is not a {repr_name!r} number; pass the task's "
                      "answer_repr")
   predicted_parts = numbers.split_parts(prediction, repr_name) or ("",) * len(truth_parts)
-  matching = dlength = 0
+  matching = 0
   for name, true_part, predicted_part in zip(numbers.PARTS[repr_name], truth_parts,
                                              predicted_parts):
     if numbers.PART_ALIGN[name] == "right":
       true_part, predicted_part = true_part[::-1], predicted_part[::-1]
     matching += sum(t == p for t, p in zip(true_part, predicted_part))
-    dlength += abs(len(true_part) - len(predicted_part))
   return {
       "exact_match": float(prediction == truth),
       "digit_match": matching / sum(map(len, truth_parts)),
-      "dlength": dlength,
+      "dlength": DLENGTH_RULES[dlength_rule](list(map(len, truth_parts)),
+                                             list(map(len, predicted_parts))),
   }
 
 
@@ -150,23 +179,80 @@ def bucket(digits: int, max_digits: int, *, beyond: bool = False) -> str:
   raise ValueError(f"length {digits} is outside 1..{max_digits}")
 
 
-def learned_digits(curve: Mapping[int, float], metric: str, level: str) -> int:
-  """The longest length up to which every tested length reaches `level` on `metric`.
-
-  `curve` maps tested lengths to per-length means. "Maintain over 90%" (Appendix A.1.7) is read
-  as: all tested lengths up to d pass, so one lucky long length does not count (the official
-  script takes the longest passing length anywhere; the two agree on monotone curves).
-  Thresholds are inclusive, as in the official script. 0 when the shortest tested length fails.
-  """
-  if level not in LEVELS:
-    raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
-  thresholds = THRESHOLDS[metric]
+def _longest_passing_prefix(curve: Mapping[int, float], passes: Callable[[float], bool],
+                            max_digits: int | None) -> int:
+  """All tested lengths up to d pass; lengths past the tier count too (beyond evaluations)."""
   reached = 0
   for digits in sorted(curve):
-    if not thresholds.passes(curve[digits], level):
+    if not passes(curve[digits]):
       break
     reached = digits
   return reached
+
+
+def _longest_passing_anywhere(curve: Mapping[int, float], passes: Callable[[float], bool],
+                              max_digits: int | None) -> int:
+  """The official summary: the longest passing length among those up to the tier."""
+  return max((d for d, v in curve.items()
+              if (max_digits is None or d <= max_digits) and passes(v)), default=0)
+
+
+# How a per-length curve becomes well-learned / performance-preserving digits (`learned_digits`).
+LEARNED_DIGITS_RULES = {
+    "prefix": _longest_passing_prefix,
+    "official": _longest_passing_anywhere,
+}
+DEFAULT_LEARNED_DIGITS_RULE = "prefix"
+
+
+def learned_digits(curve: Mapping[int, float], metric: str, level: str,
+                   rule: str = DEFAULT_LEARNED_DIGITS_RULE, max_digits: int | None = None) -> int:
+  """The longest length at which `curve` reaches `level` on `metric`, by `rule`.
+
+  `curve` maps tested lengths to per-length means. Under both rules thresholds are inclusive
+  (as in the official script), lower is better for dlength, every tested length counts however
+  short (a test set holds none below its task's shortest), and a curve where no length counts
+  gives 0, as in the paper's tables:
+  - "prefix" (the default): every tested length up to d passes, so 0 when the shortest tested
+    length fails. "Maintain over 90%" (Appendix A.1.7) is read as: one lucky long length after
+    a failing one does not count. Lengths past the tier (`max_digits`, unused here) count, so
+    a length-generalization run may pass it.
+  - "official": the longest passing length anywhere among the tested lengths up to
+    `max_digits` (all of them when None), as the official summary computes the paper's tables
+    (GraphPKU/number_cookbook, `src/text_model/metrics.py`, `MetricsRecorder.statistics`:
+    `max(well_learned_digit, digit)` over every tested digit of `range(0, tier + 1)`).
+  The two agree on curves that never pass again after failing.
+  """
+  if level not in LEVELS:
+    raise ValueError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
+  check_rule(rule, LEARNED_DIGITS_RULES, "learned-digits rule")
+  thresholds = THRESHOLDS[metric]
+  return LEARNED_DIGITS_RULES[rule](curve, lambda v: thresholds.passes(v, level), max_digits)
+
+
+def learned_digits_of(per_digit: Mapping, max_digits: int, rule: str) -> dict:
+  """The `well_learned_digits`, `performance_preserving_digits` and `learned_digits_rule`
+  entries of a summary, from its `per_digit` means (keys may be JSON strings)."""
+  curves = {m: {int(d): v[m] for d, v in per_digit.items()} for m in METRICS}
+  out = {f"{level}_digits": {m: learned_digits(curves[m], m, level, rule, max_digits)
+                             for m in METRICS}
+         for level in LEVELS}
+  return {**out, "learned_digits_rule": rule}
+
+
+def rules_of(summary: Mapping) -> dict[str, str]:
+  """The rules a task summary's numbers were computed with; a summary written before they were
+  recorded used the defaults."""
+  return {"learned_digits_rule": summary.get("learned_digits_rule", DEFAULT_LEARNED_DIGITS_RULE),
+          "dlength_rule": summary.get("dlength_rule", DEFAULT_DLENGTH_RULE)}
+
+
+def relearn(summary: Mapping, max_digits: int, rule: str) -> dict:
+  """`summary` (a task's, as `summarize` or an eval JSON file gives it) with its well-learned
+  and performance-preserving digits recomputed from its per-length means by `rule`: another
+  rule without generating again. The dlength rule stays as recorded."""
+  return {**summary, **rules_of(summary), **learned_digits_of(summary["per_digit"], max_digits,
+                                                             rule)}
 
 
 def _means(sums: list[float], count: int) -> dict[str, float | int | None]:
@@ -187,8 +273,10 @@ class Tally:
       row[i] += scores[metric]
     self._counts[digits] += 1
 
-  def summary(self, max_digits: int) -> dict:
+  def summary(self, max_digits: int, rule: str = DEFAULT_LEARNED_DIGITS_RULE,
+              dlength_rule: str = DEFAULT_DLENGTH_RULE) -> dict:
     """See `summarize`."""
+    check_rule(dlength_rule, DLENGTH_RULES, "dlength rule")
     sums, counts = self._sums, self._counts
     per_digit = {d: _means(sums[d], counts[d]) for d in sorted(sums)}
     out = {"per_digit": per_digit}
@@ -197,25 +285,25 @@ class Tally:
       lengths = [d for d in per_digit if bucket(d, max_digits, beyond=True) == name]
       pooled = [sum(sums[d][i] for d in lengths) for i in range(len(METRICS))]
       out[name] = _means(pooled, sum(counts[d] for d in lengths))
-    for level in LEVELS:
-      out[f"{level}_digits"] = {
-          metric: learned_digits({d: v[metric] for d, v in per_digit.items()}, metric, level)
-          for metric in METRICS
-      }
-    return out
+    return {**out, **learned_digits_of(per_digit, max_digits, rule), "dlength_rule": dlength_rule}
 
 
-def summarize(records: Iterable[tuple[int, Mapping[str, float]]], max_digits: int) -> dict:
+def summarize(records: Iterable[tuple[int, Mapping[str, float]]], max_digits: int,
+              rule: str = DEFAULT_LEARNED_DIGITS_RULE,
+              dlength_rule: str = DEFAULT_DLENGTH_RULE) -> dict:
   """Per-length and per-bucket means, well-learned and performance-preserving digits of a task.
 
   `records` are (question length, `score(...)` result) pairs of one task. Returns
   `{"per_digit": {d: {metric: mean, "n": count}}, "S" | "M" | "L" | "XL": {metric: mean, "n"},
-  "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d}}`, plus
-  `"beyond": {metric: mean, "n"}` when some lengths exceed `max_digits` (they also count for
-  the well-learned / performance-preserving digits, which may then pass max_digits); a bucket
-  without questions has n = 0 and None means. Use a `Tally` to summarise a stream.
+  "well_learned_digits": {metric: d}, "performance_preserving_digits": {metric: d},
+  "learned_digits_rule": rule, "dlength_rule": dlength_rule}`, plus `"beyond": {metric: mean,
+  "n"}` when some lengths exceed `max_digits` (they also count for the well-learned /
+  performance-preserving digits under the "prefix" rule, which may then pass max_digits); a
+  bucket without questions has n = 0 and None means. `rule` is one of `LEARNED_DIGITS_RULES`;
+  `dlength_rule` names the `DLENGTH_RULES` entry that `score` measured the records' dlength
+  with, recorded because the dlength numbers depend on it. Use a `Tally` to summarise a stream.
   """
   tally = Tally()
   for digits, scores in records:
     tally.add(digits, scores)
-  return tally.summary(max_digits)
+  return tally.summary(max_digits, rule, dlength_rule)

@@ -1,4 +1,5 @@
 """The paper's metrics on hand-worked cases (Appendix A.1.7 and A.2)."""
+import json
 import random
 
 import pytest
@@ -184,3 +185,79 @@ def test_summarize_pools_questions():
   assert out["well_learned_digits"] == {"exact_match": 3, "digit_match": 3, "dlength": 3}
   assert out["performance_preserving_digits"] == {"exact_match": 4, "digit_match": 9,
                                                   "dlength": 3}
+
+
+@pytest.mark.parametrize("metric, curve, level, prefix, official", [
+    # Passes at 1-3, fails at 4, passes again at 5: the official summary takes 5.
+    ("exact_match", {1: 1.0, 2: 0.95, 3: 0.9, 4: 0.5, 5: 0.92}, "well_learned", 3, 5),
+    ("exact_match", {1: 1.0, 2: 0.95, 3: 0.9, 4: 0.5, 5: 0.92}, "performance_preserving", 5, 5),
+    ("digit_match", {3: 0.8, 4: 0.4, 5: 0.6, 6: 0.3}, "performance_preserving", 3, 5),
+    # dlength: lower is better, thresholds inclusive (0.1 and 1.0).
+    ("dlength", {1: 0.0, 2: 0.5, 3: 0.1, 4: 2.0, 5: 1.0}, "well_learned", 1, 3),
+    ("dlength", {1: 0.0, 2: 0.5, 3: 0.1, 4: 2.0, 5: 1.0}, "performance_preserving", 3, 5),
+    # The shortest length fails: prefix 0, while the official rule still finds 6.
+    ("exact_match", {5: 0.05, 6: 0.2, 7: 0.0}, "performance_preserving", 0, 6),
+    # No length passes, or none tested: 0 under both rules.
+    ("exact_match", {3: 0.5, 4: 0.0}, "well_learned", 0, 0),
+    ("dlength", {3: 0.5, 4: 3.0}, "well_learned", 0, 0),
+    ("exact_match", {}, "well_learned", 0, 0),
+])
+def test_learned_digit_rules_on_hand_computed_curves(metric, curve, level, prefix, official):
+  assert metrics.learned_digits(curve, metric, level) == prefix  # the default rule
+  assert metrics.learned_digits(curve, metric, level, "prefix", 20) == prefix
+  assert metrics.learned_digits(curve, metric, level, "official", 20) == official
+
+
+def test_official_rule_stops_at_the_tier_and_prefix_goes_beyond():
+  curve = {19: 1.0, 20: 1.0, 21: 1.0, 24: 0.95}  # 21 and 24: lengths past a 20-digit tier
+  assert metrics.learned_digits(curve, "exact_match", "well_learned", "official", 20) == 20
+  assert metrics.learned_digits(curve, "exact_match", "well_learned", "official") == 24
+  assert metrics.learned_digits(curve, "exact_match", "well_learned", "prefix", 20) == 24
+
+
+def test_unknown_rules_are_refused():
+  with pytest.raises(ValueError, match="learned-digits rule 'anywhere' is not one of: prefix"):
+    metrics.learned_digits({1: 1.0}, "exact_match", "well_learned", "anywhere")
+  with pytest.raises(ValueError, match="dlength rule 'sum' is not one of: parts, total"):
+    metrics.score("1", "1", "int", dlength_rule="sum")
+
+
+@pytest.mark.parametrize("prediction, truth, repr_name, parts, total", [
+    ("123.45", "12.345", "float", 2, 0),  # a digit moved across the point: hidden by totals
+    ("2.34", "12.345", "float", 2, 2),
+    ("12.3e4", "1.23e45", "sci", 3, 1),   # |2-1| + |1-2| + |1-2| against |5 - 6|
+    ("1245", "12345", "int", 1, 1),       # one part: the rules agree
+    ("", "12.345", "float", 5, 5),        # no answer: the ground truth's digit count
+])
+def test_dlength_rules(prediction, truth, repr_name, parts, total):
+  assert metrics.score(prediction, truth, repr_name)["dlength"] == parts  # the default
+  assert metrics.score(prediction, truth, repr_name, "parts")["dlength"] == parts
+  assert metrics.score(prediction, truth, repr_name, "total")["dlength"] == total
+
+
+def test_summaries_record_their_rules_and_relearn_from_json():
+  right = {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0}
+  wrong = {"exact_match": 0.0, "digit_match": 0.0, "dlength": 3}
+  records = [(3, right), (4, right), (5, wrong), (6, right)]  # passes at 3, 4 and 6
+  prefix = metrics.summarize(records, 20)
+  assert prefix["learned_digits_rule"] == "prefix" and prefix["dlength_rule"] == "parts"
+  assert prefix["well_learned_digits"] == {"exact_match": 4, "digit_match": 4, "dlength": 4}
+  official = metrics.summarize(records, 20, rule="official", dlength_rule="total")
+  assert official["well_learned_digits"] == {"exact_match": 6, "digit_match": 6, "dlength": 6}
+  assert official["learned_digits_rule"] == "official" and official["dlength_rule"] == "total"
+  # From a file's summary (string keys): the other rule, the means and the dlength rule kept.
+  stored = json.loads(json.dumps(prefix))
+  relearned = metrics.relearn(stored, 20, "official")
+  assert relearned["well_learned_digits"] == official["well_learned_digits"]
+  assert relearned["performance_preserving_digits"] == {
+      "exact_match": 6, "digit_match": 6, "dlength": 6}
+  assert relearned["learned_digits_rule"] == "official" and relearned["dlength_rule"] == "parts"
+  assert relearned["per_digit"] == stored["per_digit"] and relearned["S"] == stored["S"]
+  assert metrics.relearn(relearned, 20, "prefix") == stored
+
+
+def test_a_summary_written_before_the_rules_were_recorded_used_the_defaults():
+  old = {"per_digit": {"3": {"exact_match": 1.0, "digit_match": 1.0, "dlength": 0, "n": 1}},
+         "well_learned_digits": {"exact_match": 3, "digit_match": 3, "dlength": 3}}
+  assert metrics.rules_of(old) == {"learned_digits_rule": "prefix", "dlength_rule": "parts"}
+  assert metrics.relearn(old, 20, "official")["dlength_rule"] == "parts"

@@ -3,6 +3,9 @@
 Scores are summarised per digit length and per S/M/L/XL bucket (`metrics.summarize`), plus one
 extra bucket `metrics.BEYOND` ("beyond": every evaluated length past the task's tier) when
 `config.eval.beyond_digits` asked for such lengths; the table and the scalars show it then.
+Each task's summary records the rules of its well-learned / performance-preserving digits and
+of its dlength (`metrics.rules_of`); `relearn` recomputes the former of a results file by
+another rule (`python -m nupa_jax.evaluation.relearn`).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 
 from nupa_jax import metrics
 from nupa_jax import paths
+from nupa_jax import tasks as tasks_lib
 
 EVAL_DIR = "eval"
 
@@ -47,6 +51,21 @@ def evaluation_name(step: int, greedy: bool, per_length: int,
   so that evaluations with other settings sit side by side instead of replacing each other."""
   name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
   return name + (f"_{'-'.join(tasks)}" if tasks else "") + ".json"
+
+
+def relearn(results: dict, rule: str) -> dict:
+  """A results file's contents (`{task: summary, "_meta": ...}`) with every task's well-learned
+  and performance-preserving digits recomputed from its per-length means by `rule`
+  (`metrics.LEARNED_DIGITS_RULES`); entries starting with `_` are kept as they are."""
+  out = {}
+  for task, summary in results.items():
+    if task.startswith("_"):
+      out[task] = summary
+    elif not isinstance(summary, dict) or not isinstance(summary.get("per_digit"), dict):
+      raise ValueError(f"task {task!r} has no per_digit means to compute its digits from")
+    else:
+      out[task] = metrics.relearn(summary, tasks_lib.get(task).max_digits, rule)
+  return out
 
 
 def _buckets(results: dict) -> tuple[str, ...]:

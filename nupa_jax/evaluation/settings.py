@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from nupa_jax import metrics
 from nupa_jax import settings
 
 
@@ -25,10 +26,18 @@ class Eval:
   top_p: float = 0.9
   sample_seed: int = 0
   validation_batches: int = 8  # batches of the validation stream for validation loss
+  # How per-length curves become well-learned / performance-preserving digits, and how dlength
+  # is measured: `metrics.LEARNED_DIGITS_RULES` / `metrics.DLENGTH_RULES` ("official" and
+  # "total" are how the paper's LLM tables were scored).
+  learned_digits_rule: str = metrics.DEFAULT_LEARNED_DIGITS_RULE
+  dlength_rule: str = metrics.DEFAULT_DLENGTH_RULE
 
   def __post_init__(self):
     if int(self.every) < 0:
       raise ValueError("config.eval.every must be >= 0 (0 = only at the end)")
+    metrics.check_rule(self.learned_digits_rule, metrics.LEARNED_DIGITS_RULES,
+                       "config.eval.learned_digits_rule")
+    metrics.check_rule(self.dlength_rule, metrics.DLENGTH_RULES, "config.eval.dlength_rule")
     for name in ("digits", "beyond_digits", "tasks"):  # lists from config.json: tuples
       object.__setattr__(self, name, tuple(getattr(self, name)))
 

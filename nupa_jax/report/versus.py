@@ -44,7 +44,8 @@ class SpecError(ValueError):
   """A spec row that cannot be computed; the message names the row and the fix."""
 
 
-def _run_folders(patterns: list[str], where: str) -> list[str]:
+def run_folders(patterns: list[str], where: str) -> list[str]:
+  """The run folders that `patterns` (folders or glob patterns) name, in order."""
   folders = []
   for pattern in patterns:
     found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
@@ -55,7 +56,8 @@ def _run_folders(patterns: list[str], where: str) -> list[str]:
   return folders
 
 
-def _results_file(run: str, evaluation: str | None) -> paths.Path:
+def results_file(run: str, evaluation: str | None) -> paths.Path:
+  """`eval/latest.json` of `run`, or the first file inside it matching `evaluation`."""
   if evaluation is None:
     return paths.path(run) / "eval" / "latest.json"
   matches = sorted(paths.path(run).glob(evaluation))
@@ -70,12 +72,29 @@ def _last_samples_seen(run: str) -> int | None:
 
 
 def _value(run: str, task: str, digits: int, metric: str, evaluation: str | None) -> float:
-  path = _results_file(run, evaluation)
+  path = results_file(run, evaluation)
   results = json.loads(path.read_text())
   try:
     return float(results[task]["per_digit"][str(digits)][metric])
   except KeyError:
     raise SpecError(f"{path} has no {task} / {digits} digits / {metric}") from None
+
+
+def ours(runs: list[str], values: list[float]) -> dict:
+  """The columns of a row that describe our runs, from one value per run."""
+  seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
+  samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
+  return {
+      "ours_mean": f"{statistics.fmean(values):.6f}",
+      "ours_std": f"{statistics.stdev(values):.6f}" if len(values) > 1 else "",
+      "seeds": str(len(seeds)), "samples_per_run": ";".join(str(s) for s in samples),
+      "runs": ";".join(runs),
+  }
+
+
+def paper_text(paper: float | None) -> str:
+  """The `paper` column: the paper's number, empty where it gives none."""
+  return "" if paper is None else f"{paper:g}"
 
 
 def row(spec: dict, evaluation: str | None = None) -> dict:
@@ -87,20 +106,13 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
     raise SpecError(f"{where}: spec row lacks {', '.join(missing)}")
   if spec["metric"] not in METRICS:
     raise SpecError(f"{where}: unknown metric {spec['metric']!r}; known: {', '.join(METRICS)}")
-  runs = _run_folders(list(spec["runs"]), where)
+  runs = run_folders(list(spec["runs"]), where)
   values = [_value(r, spec["task"], int(spec["digits"]), spec["metric"], evaluation)
             for r in runs]
-  seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
-  samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
-  paper = spec.get("paper")
   return {
       "paper_table": spec["paper_table"], "setting": spec["setting"], "task": spec["task"],
       "digits": str(spec["digits"]), "metric": spec["metric"],
-      "paper": "" if paper is None else f"{paper:g}",
-      "ours_mean": f"{statistics.fmean(values):.6f}",
-      "ours_std": f"{statistics.stdev(values):.6f}" if len(values) > 1 else "",
-      "seeds": str(len(seeds)), "samples_per_run": ";".join(str(s) for s in samples),
-      "runs": ";".join(runs),
+      "paper": paper_text(spec.get("paper")), **ours(runs, values),
   }
 
 
