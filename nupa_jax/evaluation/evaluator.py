@@ -118,7 +118,8 @@ class Evaluator:
       if row < len(batch.questions):
         q = batch.questions[row]
         prediction = self.encoder.decode_answer(batch.task, tokens)
-        out.append((row, metrics.score(prediction, q.answer, answer_repr)))
+        out.append((row, metrics.score(prediction, q.answer, answer_repr,
+                                       self.settings.dlength_rule)))
     return out
 
   def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None) -> dict:
@@ -179,5 +180,7 @@ class Evaluator:
       batch = self.batches[int(index)]
       records[batch.task].append((batch.questions[int(row)].digits,
                                   {"exact_match": em, "digit_match": dm, "dlength": dl}))
-    return {task: metrics.summarize(records[task], tasks_lib.get(task).max_digits)
+    e = self.settings
+    return {task: metrics.summarize(records[task], tasks_lib.get(task).max_digits,
+                                    e.learned_digits_rule, e.dlength_rule)
             for task in self.tasks if records[task]}

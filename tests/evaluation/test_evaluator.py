@@ -165,3 +165,21 @@ def test_pe_features_of_generated_tokens(encoder):
   config.text.format.index_hints = True
   with pytest.raises(ValueError, match="without index hints"):
     evaluator_lib.Evaluator(config, encoder, mesh, feature_names={"digit_index"})
+
+
+@pytest.mark.parametrize("rule, well_learned", [("prefix", 3), ("official", 12)])
+def test_the_configured_learned_digits_rule_summarizes(monkeypatch, encoder, rule, well_learned):
+  """Answers of 5 or 6 characters come back wrong, so integer addition fails at 4 digits
+  (sums with a carry), 5 and 6, and passes again later: the prefix rule stops at 3, the
+  official rule takes the longest length that passes (12)."""
+  config = eval_config()
+  config.eval.learned_digits_rule = rule
+  mesh = sharding.make_mesh(config.mesh.shape)
+  evaluator = evaluator_lib.Evaluator(config, encoder, mesh)
+  monkeypatch.setattr(evaluator_lib.generate_lib, "generate", oracle(
+      encoder, evaluator.questions, lambda a: a[::-1] + "1" if len(a) in (5, 6) else a))
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  summary = evaluator.evaluate(graphdef, state)["add_int"]
+  assert summary["per_digit"][5]["exact_match"] == 0.0
+  assert summary["learned_digits_rule"] == rule
+  assert summary["well_learned_digits"]["exact_match"] == well_learned
