@@ -193,10 +193,8 @@ class Transformer(nnx.Module):
       # activations where the forward left them, while even a fully unrolled scan stacks them
       # into [layers, ...] arrays and slices them back (~1 ms of copies a step for the 100m
       # preset at batch 256 on an H100).
-      for i in range(n):
-        layer = (jax.tree.map(lambda a, i=i: a[i], stacked),
-                 None if keys is None else keys[i], jnp.int32(i))
-        carry, _ = body(carry, layer)
+      for i, state in enumerate(_layer_states(stacked, n, self.config.split_layers)):
+        carry, _ = body(carry, (state, None if keys is None else keys[i], jnp.int32(i)))
     else:
       carry, _ = jax.lax.scan(body, carry, (stacked, keys, jnp.arange(n)), unroll=unroll)
     x, kv = carry
@@ -207,6 +205,17 @@ class Transformer(nnx.Module):
   def _logits(self, x: jax.Array) -> jax.Array:
     logits = self.embed.attend(x) if self.head is None else self.head(x)
     return constrain(logits, "batch", None, "tensor")
+
+
+def _layer_states(stacked: nnx.State, n: int, split: bool) -> list[nnx.State]:
+  """Each layer's slice of the stacked parameters: a static slice per layer and parameter,
+  whose transpose in the backward pass pads each layer's gradient to the stacked shape and adds
+  them up, or (split=True) one split per parameter, whose transpose is one concatenate."""
+  if not split:
+    return [jax.tree.map(lambda a, i=i: a[i], stacked) for i in range(n)]
+  leaves, treedef = jax.tree.flatten(stacked)
+  pieces = [jax.lax.split(a, (1,) * n) for a in leaves]
+  return [treedef.unflatten([p[i].reshape(p[i].shape[1:]) for p in pieces]) for i in range(n)]
 
 
 def build(model_config, vocab_size: int, *, rngs: nnx.Rngs,
