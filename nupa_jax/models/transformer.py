@@ -2,11 +2,12 @@
 
 Blocks are stacked: every layer parameter has a leading `layers` axis. By default
 (`scan_unroll=True`, or any value >= the layers) the layers run as a Python loop over static
-slices, which train faster than a rolled scan and compile as fast (docs/benchmarks/ has the
-measurements); a smaller `scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep
-models. Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
-functional, no NNX transform at run time. The positional encoding is one module shared by all
-layers; its rotary tables, attention bias and mask are computed once per pass.
+slices (or, with `split_layers`, one split per stacked parameter), which train faster than a
+rolled scan and compile as fast (docs/benchmarks/ has the measurements); a smaller
+`scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep models. Inside the
+scan each layer's slice is merged into a plain `Block` — NNX kept functional, no NNX transform
+at run time. The positional encoding is one module shared by all layers; its rotary tables,
+attention bias and mask are computed once per pass.
 
 Two entry points: `__call__` (training / scoring: logits for every token of packed rows) and
 `extend` (decoding: append tokens to a `KVCache`, see `nupa_jax.evaluation.generate`).
@@ -52,9 +53,12 @@ class Block(nnx.Module):
   def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,
                rng: jax.Array | None = None) -> tuple[jax.Array, LayerCache | None]:
     k_attn, k_mlp = split_or_none(rng, 2)
-    h, cache = self.attn(self.attn_norm(x), ctx, cache, rng=k_attn)
-    x = constrain(x + h, "batch")
-    return constrain(x + self.mlp(self.mlp_norm(x), rng=k_mlp), "batch"), cache
+    # The scopes name the branches in the compiled program's metadata, which profiles show.
+    with jax.named_scope("attention"):
+      h, cache = self.attn(self.attn_norm(x), ctx, cache, rng=k_attn)
+      x = constrain(x + h, "batch")
+    with jax.named_scope("mlp"):
+      return constrain(x + self.mlp(self.mlp_norm(x), rng=k_mlp), "batch"), cache
 
 
 def _stacked_blocks(config: ModelConfig, rngs: nnx.Rngs) -> Block:
