@@ -1,16 +1,16 @@
 """The train step under each speed knob, timed side by side in one process on one card.
 
     python benchmarks/benchmark_step_variants.py --size=100m --batches=256,8192 --json=v.jsonl
-    python benchmarks/benchmark_step_variants.py --size=tiny --batches=16 --steps=2   # CPU smoke
+    python benchmarks/benchmark_step_variants.py --size=tiny --batches=16 --steps=2  # CPU smoke
 
-Each variant (`VARIANTS`: model-config overrides and XLA compiler options) is the real train step
-of `benchmark_train.py`, compiled for the same real batches and started from the same initial
+Each variant (`VARIANTS`: model-config overrides and XLA compiler options) is the real train
+step of `benchmark_train.py`, compiled for the same real batches and started from the same initial
 state. The knobs keep the model's math, so every variant's first step must give the default's
 loss and gradient norm up to bf16 rounding: both are printed and recorded next to each other.
 The variants are then timed in interleaved rounds, so that clock or thermal drift favours none,
 and each gets its median round. One JSON line per variant and batch size: benchmark_train's
 fields plus `variant`, `overrides`, `compiler_options`, `first_loss`, `first_grad_norm` and
-`speedup` (base step time / this one).
+`speedup` (the first variant's step time / this one's), or `error` for a variant that failed.
 """
 from __future__ import annotations
 
@@ -49,76 +49,87 @@ VARIANTS = {
     "no_triton_gemm": Variant(compiler_options=_NO_TRITON_GEMM),
     "fused_split_no_triton_gemm": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM),
 }
-# XLA options that only the GPU compiler reads; a CPU smoke run leaves them out.
-GPU_ONLY_PREFIX = "xla_gpu_"
 
 
 def resolve(name: str) -> Variant:
   if name not in VARIANTS:
     raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-  variant = VARIANTS[name]
-  if jax.default_backend() != "gpu":
-    options = tuple(o for o in variant.compiler_options if not o[0].startswith(GPU_ONLY_PREFIX))
-    variant = dataclasses.replace(variant, compiler_options=options)
-  return variant
+  return VARIANTS[name]
+
+
+class _Run:
+  """One variant's compiled step and state, started with a first step from the shared state."""
+
+  def __init__(self, config, variant: Variant, vocab: int, mesh, batches, initial):
+    t0 = time.perf_counter()
+    self.step, self.state = benchmark_train.build_step(
+        config, vocab, mesh, batches[0], dict(variant.compiler_options),
+        state=None if initial is None else jax.tree.map(lambda a: a.copy(), initial))
+    self.initial = jax.tree.map(lambda a: a.copy(), self.state) if initial is None else initial
+    metrics = self.run(batches[:1])
+    self.extra = dict(compile_s=round(time.perf_counter() - t0, 2),
+                      first_loss=float(metrics["loss"]),
+                      first_grad_norm=float(metrics["grad_norm"]))
+    self.run(batches[1:3])
+    self.times = []
+
+  def run(self, batches) -> dict:
+    for b in batches:
+      self.state, metrics = self.step(self.state, b)
+    return jax.block_until_ready(metrics)
 
 
 def time_variants(args, batch: int, names: list[str]) -> list[dict]:
-  """Every variant at one batch size: first-step parity, then interleaved timed rounds."""
+  """Every variant at one batch size: first-step parity, then interleaved timed rounds. A
+  variant that fails to compile or run gets an `error` line and the others go on."""
   configs = {n: benchmark_train.make_config(args.size, args.pe, args.task, batch,
                                             args.samples_per_row,
                                             [*args.override, *resolve(n).overrides])
              for n in names}
-  base_config = configs[names[0]]
-  mesh = sharding_lib.make_mesh(base_config.mesh.shape)
-  pipeline, batches, tokens = benchmark_train.device_batches(base_config, 8, mesh)
+  mesh = sharding_lib.make_mesh(configs[names[0]].mesh.shape)
+  pipeline, batches, tokens = benchmark_train.device_batches(configs[names[0]], 8, mesh)
   steps = max(3, round(args.steps * args.first_batch / batch))  # as many samples per round
-  runs, extra, initial = {}, {}, None
+  runs, errors, initial = {}, {}, None
   for name in names:
-    t0 = time.perf_counter()
-    # The knobs leave the parameters' layout alone: every variant starts from one state.
-    step, state = benchmark_train.build_step(
-        configs[name], pipeline.encoder.vocab_size, mesh, batches[0],
-        dict(resolve(name).compiler_options),
-        state=None if initial is None else jax.tree.map(lambda a: a.copy(), initial))
-    if initial is None:
-      initial = jax.tree.map(lambda a: a.copy(), state)
-    state, metrics = step(state, batches[0])  # the first step: compiles unless done ahead
-    extra[name] = dict(compile_s=round(time.perf_counter() - t0, 2),
-                       first_loss=float(metrics["loss"]),
-                       first_grad_norm=float(metrics["grad_norm"]))
-    for b in batches[1:3]:
-      state, metrics = step(state, b)
-    jax.block_until_ready(metrics)
-    runs[name] = [step, state, []]
-    print(f"{name:28} first loss {extra[name]['first_loss']:.6f}  grad norm "
-          f"{extra[name]['first_grad_norm']:.6f}  (compile and init {extra[name]['compile_s']} s)",
+    try:
+      # The knobs leave the parameters' layout alone: every variant starts from one state.
+      run = _Run(configs[name], resolve(name), pipeline.encoder.vocab_size, mesh, batches,
+                 initial)
+    except Exception as e:  # noqa: BLE001  (an XLA option or kernel this card rejects)
+      errors[name] = f"{type(e).__name__}: {e}"[:800]
+      print(f"{name:28} FAILED: {errors[name]}", file=sys.stderr, flush=True)
+      continue
+    runs[name], initial = run, run.initial
+    print(f"{name:28} first loss {run.extra['first_loss']:.6f}  grad norm "
+          f"{run.extra['first_grad_norm']:.6f}  (compile and init {run.extra['compile_s']} s)",
           file=sys.stderr, flush=True)
   for _ in range(args.rounds):
-    for name in names:
-      step, state, times = runs[name]
+    for run in runs.values():
       t0 = time.perf_counter()
-      for b in itertools.islice(itertools.cycle(batches), steps):
-        state, metrics = step(state, b)
-      jax.block_until_ready(metrics)
-      times.append((time.perf_counter() - t0) / args.steps)
-      runs[name][1] = state
+      run.run(itertools.islice(itertools.cycle(batches), steps))
+      run.times.append((time.perf_counter() - t0) / steps)
   results = []
   for name in names:
     variant = resolve(name)
-    result = benchmark_train.step_result(configs[name], pipeline, tokens,
-                                         statistics.median(runs[name][2]), **extra[name])
-    results.append(dict(variant=name, overrides=list(variant.overrides),
-                        compiler_options=dict(variant.compiler_options), **result))
-  base_ms = results[0]["step_ms"]
+    head = dict(variant=name, overrides=list(variant.overrides),
+                compiler_options=dict(variant.compiler_options))
+    if name in errors:
+      results.append(dict(head, batch=batch, error=errors[name]))
+      continue
+    run = runs[name]
+    results.append(dict(head, **benchmark_train.step_result(
+        configs[name], pipeline, tokens, statistics.median(run.times), **run.extra)))
+  base_ms = results[0].get("step_ms")
   for r in results:
-    r["speedup"] = round(base_ms / r["step_ms"], 4)
+    if "step_ms" in r:
+      r["speedup"] = round(base_ms / r["step_ms"], 4) if base_ms else None
   return results
 
 
 def best(results: list[dict], batch: int) -> str:
   """The fastest variant at `batch`."""
-  return min((r for r in results if r["batch"] == batch), key=lambda r: r["step_ms"])["variant"]
+  timed = [r for r in results if r["batch"] == batch and "step_ms" in r]
+  return min(timed, key=lambda r: r["step_ms"])["variant"]
 
 
 def main(argv=None) -> int:
@@ -158,8 +169,11 @@ def main(argv=None) -> int:
   print(f"\n{'variant':28} {'batch':>6} {'step ms':>9} {'samples/s':>10} {'MFU':>6} "
         f"{'speedup':>8} {'first loss':>11} {'grad norm':>10}")
   for r in results:
+    if "error" in r:
+      print(f"{r['variant']:28} {r['batch']:6d}  failed: {r['error'][:60]}")
+      continue
     print(f"{r['variant']:28} {r['batch']:6d} {r['step_ms']:9.3f} {r['samples_per_s']:10d} "
-          f"{r['mfu']:6.1%} {r['speedup']:8.3f} {r['first_loss']:11.6f} "
+          f"{r['mfu']:6.1%} {r['speedup'] or 0:8.3f} {r['first_loss']:11.6f} "
           f"{r['first_grad_norm']:10.6f}")
   first_batch = results[0]["batch"]
   print(f"fastest at batch {first_batch}: {best(results, first_batch)}")
