@@ -71,27 +71,59 @@ def host_batches(config, count: int):
   return pipeline, batches
 
 
-def prepare_nupa(config, n_batches: int):
+def device_batches(config, n_batches: int, mesh):
+  """(pipeline, `n_batches` real packed batches already on the devices, the non-padding tokens
+  of each)."""
+  pipeline, batches = host_batches(config, n_batches)
+  batch_sh = sharding_lib.batch_sharding(mesh)
+  device = [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
+  return pipeline, device, [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+
+
+def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=None,
+               state=None):
+  """(train_step, state) of a config: the real jitted step, compiled ahead for
+  `example_batch` with XLA `compiler_options` (a dict, e.g. {"xla_gpu_enable_triton_gemm":
+  False}, or {}) when these are given, and a fresh state unless `state` (of the same
+  structure) is given."""
+  tx = optimizer_lib.make(config.train)
+  spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx)
+  if state is None:
+    state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
+  train_step = step_lib.make_train_step(
+      spec.graphdef, spec.shardings, sharding_lib.batch_sharding(mesh),
+      sharding_lib.replicated(mesh), optimizer_lib.schedule(config.train),
+      rng_seed=0 if spec.needs_rng else None)
+  if compiler_options is not None:
+    train_step = train_step.lower(state, example_batch).compile(dict(compiler_options))
+  return train_step, state
+
+
+def prepare_nupa(config, n_batches: int, compiler_options=None):
   """(train_step, state, device batches, non-padding tokens per batch, pipeline) of a config:
   the real jitted step and real packed batches, already on the devices."""
   mesh = sharding_lib.make_mesh(config.mesh.shape)
-  batch_sh = sharding_lib.batch_sharding(mesh)
-  pipeline, batches = host_batches(config, n_batches)
-  tx = optimizer_lib.make(config.train)
-  vocab = pipeline.encoder.vocab_size
-  spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx)
-  state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
-  train_step = step_lib.make_train_step(
-      spec.graphdef, spec.shardings, batch_sh, sharding_lib.replicated(mesh),
-      optimizer_lib.schedule(config.train), rng_seed=0 if spec.needs_rng else None)
-  device = [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
-  tokens = [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+  pipeline, device, tokens = device_batches(config, n_batches, mesh)
+  train_step, state = build_step(config, pipeline.encoder.vocab_size, mesh, device[0],
+                                 compiler_options)
   return train_step, state, device, tokens, pipeline
+
+
+def step_result(config, pipeline, tokens: list[int], step_s: float, **extra) -> dict:
+  """The JSON fields of one timed nupa_jax step (`extra` first: compile time, loss, ...)."""
+  params = models.count_params(config.model, pipeline.encoder.vocab_size)
+  mean_tokens = float(np.mean(tokens))
+  batch = config.train.batch_size
+  return dict(
+      impl="nupa_jax", batch=batch, rows=pipeline.rows, seq_len=pipeline.seq_len,
+      params=params, **extra, step_ms=round(step_s * 1e3, 3),
+      samples_per_s=round(batch / step_s), tokens_per_s=round(mean_tokens / step_s),
+      padding=round(1 - mean_tokens / (pipeline.rows * pipeline.seq_len), 4),
+      mfu=round(6 * params * mean_tokens / step_s / PEAK_BF16, 4))
 
 
 def time_nupa(config, n_batches: int, steps: int) -> dict:
   train_step, state, device, tokens, pipeline = prepare_nupa(config, n_batches)
-  vocab = pipeline.encoder.vocab_size
   t0 = time.perf_counter()
   state, metrics = train_step(state, device[0])
   jax.block_until_ready(metrics)
@@ -106,17 +138,9 @@ def time_nupa(config, n_batches: int, steps: int) -> dict:
       state, metrics = train_step(state, b)
     jax.block_until_ready(metrics)
     times.append((time.perf_counter() - t0) / steps)
-  dt = statistics.median(times)
-  params = models.count_params(config.model, vocab)
-  mean_tokens = float(np.mean(tokens))
-  return dict(
-      impl="nupa_jax", batch=config.train.batch_size, rows=pipeline.rows,
-      seq_len=pipeline.seq_len, params=params, compile_s=round(compile_s, 2),
-      step_ms=round(dt * 1e3, 3), samples_per_s=round(config.train.batch_size / dt),
-      tokens_per_s=round(mean_tokens / dt),
-      padding=round(1 - mean_tokens / (pipeline.rows * pipeline.seq_len), 4),
-      mfu=round(6 * params * mean_tokens / dt / PEAK_BF16, 4),
-      loss=float(metrics["loss"]))
+  result = step_result(config, pipeline, tokens, statistics.median(times),
+                       compile_s=round(compile_s, 2))
+  return {**result, "loss": float(metrics["loss"])}
 
 
 def time_reference(config, n_batches: int, steps: int) -> dict:

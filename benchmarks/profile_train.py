@@ -23,7 +23,9 @@ import time
 import jax
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
+import benchmark_step_variants  # noqa: E402  (benchmarks/ is not a package)
+import benchmark_train  # noqa: E402
+import hlo_index  # noqa: E402
 
 # Kernel kinds by name (cuBLAS / CUTLASS / cuDNN kernel names, XLA fusion names).
 KINDS = (
@@ -41,12 +43,21 @@ def kind_of(name: str) -> str:
 
 
 def device_events(trace: dict) -> list[dict]:
-  """Complete ('X') events of the GPU processes of a Perfetto / Chrome trace."""
+  """Complete ('X') events of the GPU processes of a Perfetto / Chrome trace; on a machine
+  without one, the XLA operations that the host ran (those with an `hlo_op`)."""
   gpu_pids = {e["pid"] for e in trace["traceEvents"]
               if e.get("ph") == "M" and e.get("name") == "process_name"
               and re.search(r"GPU|/device:", e.get("args", {}).get("name", ""))}
-  return [e for e in trace["traceEvents"]
-          if e.get("ph") == "X" and e.get("pid") in gpu_pids and e.get("dur", 0) > 0]
+  timed = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("dur", 0) > 0]
+  if gpu_pids:
+    return [e for e in timed if e.get("pid") in gpu_pids]
+  return [e for e in timed if "hlo_op" in e.get("args", {})]
+
+
+def hlo_key(event: dict) -> str:
+  """The event's HLO instruction as `hlo_index` keys it: its `hlo_op` annotation, else the
+  kernel name (XLA's own kernels are named after their instruction)."""
+  return hlo_index.kernel_key(event.get("args", {}).get("hlo_op") or event["name"])
 
 
 def busy_time(events: list[dict]) -> float:
@@ -59,14 +70,23 @@ def busy_time(events: list[dict]) -> float:
   return total
 
 
-def summarize(events: list[dict], steps: int, top: int) -> dict:
+def summarize(events: list[dict], steps: int, top: int,
+              hlo: dict[str, hlo_index.HloOp] | None = None) -> dict:
+  """Kernel time per kernel, kind and (with the compiled program's `hlo` index) per line of
+  code, each top kernel described by the HLO instruction behind it."""
+  hlo = hlo or {}
   by_name = collections.defaultdict(lambda: [0.0, 0])
-  by_kind = collections.Counter()
+  by_kind, by_source = collections.Counter(), collections.Counter()
+  ops = collections.defaultdict(collections.Counter)
   for e in events:
     name = e["name"]
     by_name[name][0] += e["dur"]
     by_name[name][1] += 1
     by_kind[kind_of(name)] += e["dur"]
+    key = hlo_key(e)
+    ops[name][key] += e["dur"]
+    if key in hlo:
+      by_source[hlo[key].source or hlo[key].jax_op or hlo[key].op] += e["dur"]
   span = (max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)) if events else 0
   ranked = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:top]
   return {
@@ -75,9 +95,21 @@ def summarize(events: list[dict], steps: int, top: int) -> dict:
       "busy_ms_per_step": round(busy_time(events) / steps / 1e3, 3),
       "kernels_per_step": round(len(events) / steps, 1),
       "ms_per_step_by_kind": {k: round(v / steps / 1e3, 3) for k, v in by_kind.most_common()},
-      "top_kernels": [{"name": n[:120], "kind": kind_of(n), "ms_per_step": round(t / steps / 1e3, 4),
-                       "calls_per_step": round(c / steps, 1)} for n, (t, c) in ranked],
+      "top_kernels": [{"name": n[:120], "kind": kind_of(n),
+                       "ms_per_step": round(t / steps / 1e3, 4),
+                       "calls_per_step": round(c / steps, 1), **_described(ops[n], hlo)}
+                      for n, (t, c) in ranked],
+      "ms_per_step_by_source": {k: round(v / steps / 1e3, 3)
+                                for k, v in by_source.most_common(top)},
   }
+
+
+def _described(ops: collections.Counter, hlo: dict[str, hlo_index.HloOp]) -> dict:
+  """The instruction that takes most of a kernel's time, and what it is."""
+  key = ops.most_common(1)[0][0]
+  if key not in hlo:
+    return {"hlo_op": key}
+  return {"hlo_op": key, **hlo[key]._asdict(), "instructions": len(ops)}
 
 
 def main(argv=None) -> int:
@@ -90,13 +122,22 @@ def main(argv=None) -> int:
   parser.add_argument("--steps", type=int, default=5, help="profiled steps")
   parser.add_argument("--top", type=int, default=30)
   parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+  parser.add_argument("--variant", default="base",
+                      help="a benchmark_step_variants variant (its overrides and XLA options)")
   parser.add_argument("--json", default="", help="append the summary as one JSON line here")
   parser.add_argument("--trace_dir", default="", help="keep the raw trace here")
+  parser.add_argument("--hlo_out", default="", help="write the compiled program's HLO here")
   args = parser.parse_args(argv)
+  variant = benchmark_step_variants.resolve(args.variant)
+  overrides = [*args.override, *variant.overrides]
   config = benchmark_train.make_config(args.size, args.pe, args.task, args.batch,
-                                       args.samples_per_row, args.override)
-  train_step, state, batches, _, _ = benchmark_train.prepare_nupa(config, 4)
-  for b in batches * 2:  # compile and warm up
+                                       args.samples_per_row, overrides)
+  train_step, state, batches, _, _ = benchmark_train.prepare_nupa(
+      config, 4, dict(variant.compiler_options))
+  hlo_text = train_step.as_text()
+  if args.hlo_out:
+    pathlib.Path(args.hlo_out).write_text(hlo_text)
+  for b in batches * 2:  # warm up
     state, metrics = train_step(state, b)
   jax.block_until_ready(metrics)
   trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="nupa_trace_")
@@ -109,16 +150,25 @@ def main(argv=None) -> int:
   trace_file = max(pathlib.Path(trace_dir).rglob("perfetto_trace.json.gz"),
                    key=lambda p: p.stat().st_mtime)
   with gzip.open(trace_file, "rt") as f:
-    summary = summarize(device_events(json.load(f)), args.steps, args.top)
-  summary.update(size=args.size, batch=args.batch, overrides=args.override,
+    summary = summarize(device_events(json.load(f)), args.steps, args.top,
+                        hlo_index.index(hlo_text))
+  summary.update(size=args.size, batch=args.batch, variant=args.variant, overrides=overrides,
+                 compiler_options=dict(variant.compiler_options),
                  wall_ms_per_step=round(wall * 1e3, 3), device=str(jax.devices()[0]))
   print(f"\nwall {summary['wall_ms_per_step']} ms/step (profiler on), device busy "
         f"{summary['busy_ms_per_step']} ms, {summary['kernels_per_step']} kernels/step")
   for kind, ms in summary["ms_per_step_by_kind"].items():
     print(f"  {kind:11} {ms:8.3f} ms")
-  print(f"\n{'ms/step':>8} {'calls':>6}  kind        kernel")
+  print(f"\n{'ms/step':>8} {'calls':>6}  kind        kernel\n{'':17}HLO instruction, "
+        "opcode, shape | JAX operation | source")
   for k in summary["top_kernels"]:
     print(f"{k['ms_per_step']:8.3f} {k['calls_per_step']:6.1f}  {k['kind']:11} {k['name']}")
+    if "op" in k:
+      print(f"{'':17}{k['hlo_op']} {k['op']} {k['shape'][:60]} | {k['jax_op'][-90:]} | "
+            f"{k['source']}")
+  print(f"\n{'ms/step':>8}  source line (or JAX operation) behind the kernels")
+  for source, ms in summary["ms_per_step_by_source"].items():
+    print(f"{ms:8.3f}  {source[-110:]}")
   if args.json:
     with open(args.json, "a") as f:
       f.write(json.dumps(summary) + "\n")

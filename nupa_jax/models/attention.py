@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nupa_jax.models.layers import Dense, split_or_none
+from nupa_jax.models.layers import Dense, project, split_or_none
 from nupa_jax.models.posenc import apply_rotary
 from nupa_jax.models.presets import ModelConfig, cudnn_unsupported
 from nupa_jax.sharding import constrain
@@ -48,11 +48,12 @@ class Attention(nnx.Module):
     self.k = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs, bias=bias)
     self.v = Dense((e,), (k, h), ("embed", "kv_heads", "head_dim"), config, rngs=rngs, bias=bias)
     self.o = Dense((n, h), (e,), ("heads", "head_dim", "embed"), config, rngs=rngs)
+    self.fused = config.fused_projections
 
   def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,
                rng: jax.Array | None = None) -> tuple[jax.Array, LayerCache | None]:
     keys = split_or_none(rng, 4)
-    q, k, v = self.q(x, rng=keys[0]), self.k(x, rng=keys[1]), self.v(x, rng=keys[2])
+    q, k, v = project(x, (self.q, self.k, self.v), keys[:3], together=self.fused)
     if ctx.rotary is not None:
       q, k = apply_rotary(q, *ctx.rotary), apply_rotary(k, *ctx.rotary)
     if cache is not None:

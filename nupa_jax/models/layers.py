@@ -7,6 +7,8 @@ and the trainer maps the names to mesh axes (`nnx.get_partition_spec` under logi
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -54,12 +56,40 @@ class Dense(nnx.Module):
 
   def __call__(self, x: jax.Array, *, rng: jax.Array | None = None) -> jax.Array:
     x = x.astype(self.dtype)
-    y = contract(x, self.kernel[...], len(self.in_shape), self.out_dtype)
+    return self.finish(x, contract(x, self.kernel[...], len(self.in_shape), self.out_dtype),
+                       rng=rng)
+
+  def finish(self, x: jax.Array, y: jax.Array, *, rng: jax.Array | None = None) -> jax.Array:
+    """The projection of x (in the compute dtype) given y = x . kernel: y plus the bias and
+    the LoRA update, where there are."""
     if self.bias is not None:
       y = y + self.bias[...].astype(y.dtype)
     if self.lora is not None:
       y = y + self.lora(x, rng=rng).astype(y.dtype)
     return y
+
+
+def project(x: jax.Array, denses: Sequence[Dense], keys: Sequence[jax.Array | None], *,
+            together: bool) -> list[jax.Array]:
+  """Each Dense of `denses` (same input shape and dtypes) applied to x.
+
+  together=True runs one matmul over their kernels concatenated on the flattened output axes
+  at run time and splits its result: the same dot products, so the same numbers. The backward
+  pass then makes one input-gradient matmul instead of one per projection plus their sum, and
+  one weight-gradient matmul whose operand XLA need not concatenate itself (its dot merger
+  copies the output gradients of projections that share an input into one array).
+  """
+  if not together:
+    return [dense(x, rng=key) for dense, key in zip(denses, keys)]
+  first = denses[0]
+  x = x.astype(first.dtype)
+  n_in = len(first.in_shape)
+  kernel = jnp.concatenate([d.kernel[...].reshape(first.in_shape + (-1,)) for d in denses],
+                           axis=-1)
+  widths = [math.prod(d.out_shape) for d in denses]
+  parts = jax.lax.split(contract(x, kernel, n_in, first.out_dtype), widths, axis=-1)
+  return [d.finish(x, part.reshape(part.shape[:-1] + d.out_shape), rng=key)
+          for d, part, key in zip(denses, parts, keys)]
 
 
 class RMSNorm(nnx.Module):
@@ -84,10 +114,12 @@ class MLP(nnx.Module):
     self.gate = Dense(e, m, ("embed", "mlp"), config, rngs=rngs)
     self.up = Dense(e, m, ("embed", "mlp"), config, rngs=rngs)
     self.down = Dense(m, e, ("mlp", "embed"), config, rngs=rngs)
+    self.fused = config.fused_projections
 
   def __call__(self, x: jax.Array, *, rng: jax.Array | None = None) -> jax.Array:
     keys = split_or_none(rng, 3)
-    h = jax.nn.silu(self.gate(x, rng=keys[0])) * self.up(x, rng=keys[1])
+    gate, up = project(x, (self.gate, self.up), keys[:2], together=self.fused)
+    h = jax.nn.silu(gate) * up
     return self.down(constrain(h, "batch", None, "tensor"), rng=keys[2])
 
 

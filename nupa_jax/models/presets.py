@@ -57,6 +57,13 @@ class ModelConfig:
   init_std: float = 0.02           # Hugging Face Llama's initializer_range
   remat: str = "none"              # none | full | dots (keep matmul outputs)
   scan_unroll: int | bool = True   # layers per step of the scan over layers (True: all)
+  # Speed knobs that keep the numbers (tests/models/test_models_fast_paths.py): one matmul for
+  # q, k, v and one for gate, up over their kernels concatenated at run time (the parameters
+  # keep their layout; on a tensor-parallel mesh the concatenation regathers the kernels), and
+  # the layer loop's parameters taken by one split per stacked parameter instead of a static
+  # slice per layer (the gradients then meet in one concatenate, not a pad and add per layer).
+  fused_projections: bool = False
+  split_layers: bool = False
 
   @property
   def posenc_options(self) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 
 Blocks are stacked: every layer parameter has a leading `layers` axis. By default
 (`scan_unroll=True`, or any value >= the layers) the layers run as a Python loop over static
-slices, which train faster than a rolled scan and compile as fast (docs/benchmarks/ has the
-measurements); a smaller `scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep
-models. Inside the scan each layer's slice is merged into a plain `Block` — NNX kept
-functional, no NNX transform at run time. The positional encoding is one module shared by all
-layers; its rotary tables, attention bias and mask are computed once per pass.
+slices (or, with `split_layers`, one split per stacked parameter), which train faster than a
+rolled scan and compile as fast (docs/benchmarks/ has the measurements); a smaller
+`scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep models. Inside the
+scan each layer's slice is merged into a plain `Block` — NNX kept functional, no NNX transform
+at run time. The positional encoding is one module shared by all layers; its rotary tables,
+attention bias and mask are computed once per pass.
 
 Two entry points: `__call__` (training / scoring: logits for every token of packed rows) and
 `extend` (decoding: append tokens to a `KVCache`, see `nupa_jax.evaluation.generate`).
@@ -52,9 +53,12 @@ class Block(nnx.Module):
   def __call__(self, x: jax.Array, ctx: Context, cache: LayerCache | None = None, *,
                rng: jax.Array | None = None) -> tuple[jax.Array, LayerCache | None]:
     k_attn, k_mlp = split_or_none(rng, 2)
-    h, cache = self.attn(self.attn_norm(x), ctx, cache, rng=k_attn)
-    x = constrain(x + h, "batch")
-    return constrain(x + self.mlp(self.mlp_norm(x), rng=k_mlp), "batch"), cache
+    # The scopes name the branches in the compiled program's metadata, which profiles show.
+    with jax.named_scope("attention"):
+      h, cache = self.attn(self.attn_norm(x), ctx, cache, rng=k_attn)
+      x = constrain(x + h, "batch")
+    with jax.named_scope("mlp"):
+      return constrain(x + self.mlp(self.mlp_norm(x), rng=k_mlp), "batch"), cache
 
 
 def _stacked_blocks(config: ModelConfig, rngs: nnx.Rngs) -> Block:
@@ -193,10 +197,8 @@ class Transformer(nnx.Module):
       # activations where the forward left them, while even a fully unrolled scan stacks them
       # into [layers, ...] arrays and slices them back (~1 ms of copies a step for the 100m
       # preset at batch 256 on an H100).
-      for i in range(n):
-        layer = (jax.tree.map(lambda a, i=i: a[i], stacked),
-                 None if keys is None else keys[i], jnp.int32(i))
-        carry, _ = body(carry, layer)
+      for i, state in enumerate(_layer_states(stacked, n, self.config.split_layers)):
+        carry, _ = body(carry, (state, None if keys is None else keys[i], jnp.int32(i)))
     else:
       carry, _ = jax.lax.scan(body, carry, (stacked, keys, jnp.arange(n)), unroll=unroll)
     x, kv = carry
@@ -207,6 +209,17 @@ class Transformer(nnx.Module):
   def _logits(self, x: jax.Array) -> jax.Array:
     logits = self.embed.attend(x) if self.head is None else self.head(x)
     return constrain(logits, "batch", None, "tensor")
+
+
+def _layer_states(stacked: nnx.State, n: int, split: bool) -> list[nnx.State]:
+  """Each layer's slice of the stacked parameters: a static slice per layer and parameter,
+  whose transpose in the backward pass pads each layer's gradient to the stacked shape and adds
+  them up, or (split=True) one split per parameter, whose transpose is one concatenate."""
+  if not split:
+    return [jax.tree.map(lambda a, i=i: a[i], stacked) for i in range(n)]
+  leaves, treedef = jax.tree.flatten(stacked)
+  pieces = [jax.lax.split(a, (1,) * n) for a in leaves]
+  return [treedef.unflatten([p[i].reshape(p[i].shape[1:]) for p in pieces]) for i in range(n)]
 
 
 def build(model_config, vocab_size: int, *, rngs: nnx.Rngs,

@@ -42,13 +42,15 @@ def _copy_weights(reference, ours):
   nnx.update(ours, hf.load_params(tensors, nnx.state(ours)))
 
 
+@pytest.mark.parametrize("knobs", [{}, {"fused_projections": True, "split_layers": True}],
+                         ids=["default", "fused_split"])
 @pytest.mark.parametrize("scaling", [None, LLAMA3_SCALING], ids=["rope", "llama3_scaling"])
-def test_logits_match_hugging_face_llama(scaling):
+def test_logits_match_hugging_face_llama(scaling, knobs):
   reference = _hf_model(scaling)
   ours = models.build({"num_layers": LAYERS, "hidden": HIDDEN, "mlp": MLP, "heads": HEADS,
                        "kv_heads": KV_HEADS, "dtype": "float32",
-                       "posenc": {"name": "rope", "theta": 500000.0, "scaling": scaling}},
-                      VOCAB, rngs=nnx.Rngs(0))
+                       "posenc": {"name": "rope", "theta": 500000.0, "scaling": scaling},
+                       **knobs}, VOCAB, rngs=nnx.Rngs(0))
   _copy_weights(reference, ours)
   tokens = np.random.default_rng(0).integers(0, VOCAB, (2, 150)).astype(np.int32)
   with torch.no_grad():

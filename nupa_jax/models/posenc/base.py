@@ -29,6 +29,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from nupa_jax.models.presets import ModelConfig
@@ -92,11 +93,15 @@ def apply_rotary(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
   """Rotate x[B, T, heads, D] by tables [B, T, D]: x*cos + rotate_half(x)*sin, in float32.
 
   rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]) pairs dimension i with i + D/2, the
-  layout of Hugging Face Llama checkpoints (not the interleaved pairs of the RoPE paper).
+  layout of Hugging Face Llama checkpoints (not the interleaved pairs of the RoPE paper). It is
+  computed as the two halves swapped (a reverse of a length-2 axis) times a constant sign: the
+  same numbers, but a pure index map that XLA fuses into the elementwise pass, where a
+  concatenate of slices (and its transpose, a pad and add per half) stands in its way.
   """
   x32 = x.astype(jnp.float32)
   half = x.shape[-1] // 2
-  rotated = jnp.concatenate([-x32[..., half:], x32[..., :half]], axis=-1)
+  swapped = jnp.flip(x32.reshape(x.shape[:-1] + (2, half)), axis=-2).reshape(x.shape)
+  rotated = swapped * np.repeat(np.array([-1.0, 1.0], np.float32), half)
   out = x32 * cos[:, :, None, :] + rotated * sin[:, :, None, :]
   return out.astype(x.dtype)
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The train step under every speed knob at the paper's batch of 256 and at 8192 (for MFU), in
+# one process on one card (benchmark_step_variants.py: first-step parity with the default, then
+# interleaved timing rounds), and a profile of the fastest variant at the first batch size with
+# each kernel traced back to its HLO instruction and line of code (profile_train.py).
+#
+#   bash benchmarks/run_step_variants.sh OUT_DIR            # 100m on one GPU, about 3 minutes
+#   SIZE=tiny BATCHES=16,32 STEPS=2 ROUNDS=1 bash benchmarks/run_step_variants.sh OUT_DIR  # CPU
+#
+# VARIANTS=base,fused (comma separated, the first is the baseline) times only those.
+# OUT_DIR (default $OUT) receives: gpu.txt, variants.jsonl (one line per variant and batch:
+# step_ms, samples_per_s, mfu, speedup, first_loss, first_grad_norm), variants.log, best.txt,
+# profile.jsonl, profile.log and best_hlo.txt.gz (the fastest variant's compiled program).
+# Run from anywhere, with a Python that has nupa_jax's requirements ($PYTHON, default python3).
+set -euo pipefail
+OUT=${1:-${OUT:?usage: run_step_variants.sh OUT_DIR}}
+PYTHON=${PYTHON:-python3}
+BATCHES=${BATCHES:-256,8192}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+fi
+"$PYTHON" benchmarks/benchmark_step_variants.py --size="${SIZE:-100m}" --batches="$BATCHES" \
+  --steps="${STEPS:-20}" --rounds="${ROUNDS:-5}" --json="$OUT/variants.jsonl" \
+  ${VARIANTS:+--variants="$VARIANTS"} --best_to="$OUT/best.txt" 2>&1 | tee "$OUT/variants.log"
+"$PYTHON" benchmarks/profile_train.py --size="${SIZE:-100m}" --batch="${BATCHES%%,*}" \
+  --variant="$(cat "$OUT/best.txt")" --json="$OUT/profile.jsonl" \
+  --hlo_out="$OUT/best_hlo.txt" 2>&1 | tee "$OUT/profile.log"
+gzip -f "$OUT/best_hlo.txt"

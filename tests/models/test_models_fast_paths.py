@@ -1,0 +1,113 @@
+"""The speed knobs keep the numbers: fused q/k/v and gate/up projections and split layer
+parameters give the default path's logits and gradients (RoPE, ALiBi, NoPE, q/k/v biases,
+LoRA adapters, the KV-cache path), and the rotary embedding equals rotate_half written out."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nupa_jax.models import lora, posenc
+import model_testing
+from model_testing import QUICK, VOCAB, tiny
+
+KNOBS = {"fused": {"fused_projections": True}, "split": {"split_layers": True},
+         "both": {"fused_projections": True, "split_layers": True}}
+
+
+def _packed_batch(seed: int = 0):
+  """Two rows of 3 and 2 packed samples, the second row ending in padding."""
+  rng = np.random.default_rng(seed)
+  segments = np.array([[1] * 5 + [2] * 4 + [3] * 3, [1] * 6 + [2] * 4 + [0] * 2], np.int32)
+  positions = np.zeros_like(segments)
+  for row in range(2):
+    for s in set(segments[row]) - {0}:
+      at = segments[row] == s
+      positions[row, at] = np.arange(at.sum())
+  tokens = rng.integers(1, VOCAB, segments.shape).astype(np.int32)
+  weights = rng.normal(size=segments.shape + (VOCAB,)).astype(np.float32)
+  return tokens, {"segment_ids": segments, "positions": positions}, weights
+
+
+def _logits_and_grads(model, tokens, features, weights):
+  """Logits and the gradient of sum(logits * weights) over every parameter."""
+  graphdef, state = nnx.split(model)
+  return _logits_and_grads_jit(graphdef, state, tokens, features, weights)
+
+
+@functools.partial(jax.jit, static_argnums=0, compiler_options=QUICK)
+def _logits_and_grads_jit(graphdef, state, tokens, features, weights):
+  def loss(state):
+    logits = nnx.merge(graphdef, state)(tokens, **features)
+    return jnp.sum(logits * weights), logits
+  grads, logits = jax.grad(loss, has_aux=True)(state)
+  return logits, grads
+
+
+def _assert_trees_close(got, expected, tolerance=1e-5):
+  """Leaf by leaf, to `tolerance` of the leaf's largest entry: float32 sums taken in another
+  order (one matmul instead of three) differ in their last bits, a wrong path by O(1)."""
+  got_leaves, expected_leaves = jax.tree.leaves(got), jax.tree.leaves(expected)
+  assert len(got_leaves) == len(expected_leaves) > 0
+  for a, b in zip(got_leaves, expected_leaves):
+    b = np.asarray(b)
+    np.testing.assert_allclose(np.asarray(a), b, rtol=0, atol=tolerance * np.abs(b).max())
+
+
+@pytest.mark.parametrize("knob", sorted(KNOBS))
+@pytest.mark.parametrize("pe", ["rope", "alibi", "nope"])
+def test_knob_gives_the_default_logits_and_gradients(pe, knob):
+  tokens, features, weights = _packed_batch()
+  default = model_testing.build(tiny(pe))
+  variant = model_testing.build(tiny(pe, **KNOBS[knob]))
+  _assert_trees_close(nnx.state(variant), nnx.state(default), tolerance=0)  # same init
+  logits, grads = _logits_and_grads(default, tokens, features, weights)
+  got_logits, got_grads = _logits_and_grads(variant, tokens, features, weights)
+  assert float(jnp.abs(logits).max()) > 0.1 and len(jax.tree.leaves(grads)) > 10
+  _assert_trees_close((got_logits, got_grads), (logits, grads))
+
+
+def _with_biases_and_adapters(config):
+  """A tiny Qwen-like model (q/k/v biases) with LoRA on every projection, none of them zero."""
+  model = model_testing.build(config)
+  lora.apply(model, rank=2, alpha=4.0, targets=lora.TARGETS, rngs=nnx.Rngs(1))
+  state = nnx.state(model)
+  noise = iter(jax.random.split(jax.random.key(2), len(jax.tree.leaves(state))))
+  nnx.update(model, jax.tree.map(lambda a: a + 0.05 * jax.random.normal(next(noise), a.shape),
+                                 state))
+  return model
+
+
+def test_fused_projections_add_each_projections_bias_and_lora_update():
+  tokens, features, weights = _packed_batch(1)
+  default = _with_biases_and_adapters(tiny("rope", qkv_bias=True))
+  fused = _with_biases_and_adapters(tiny("rope", qkv_bias=True, fused_projections=True))
+  logits, grads = _logits_and_grads(default, tokens, features, weights)
+  got_logits, got_grads = _logits_and_grads(fused, tokens, features, weights)
+  _assert_trees_close((got_logits, got_grads), (logits, grads))
+
+
+def test_fused_projections_decode_as_the_default_through_the_kv_cache():
+  tokens, features, _ = _packed_batch(2)
+  outputs = []
+  for knobs in ({}, KNOBS["both"]):
+    model = model_testing.build(tiny("rope", **knobs))
+    prompt, cache = model.extend(model.init_cache(2, tokens.shape[1] + 1), jnp.asarray(tokens),
+                                 **features)
+    last = {k: v[:, -1:] for k, v in features.items()}
+    step, _ = model.extend(cache, jnp.asarray(tokens[:, -1:]), last_only=True,
+                           positions=last["positions"] + 1, segment_ids=last["segment_ids"])
+    outputs.append((prompt, step))
+  _assert_trees_close(outputs[1], outputs[0])
+
+
+def test_rotary_equals_rotate_half_written_out():
+  x = np.random.default_rng(3).normal(size=(2, 3, 4, 8)).astype(np.float32)
+  angles = np.random.default_rng(4).uniform(0, 50, (2, 3, 4)).astype(np.float32)
+  cos, sin = np.cos(np.concatenate([angles] * 2, -1)), np.sin(np.concatenate([angles] * 2, -1))
+  rotate_half = np.concatenate([-x[..., 4:], x[..., :4]], axis=-1)
+  expected = x * cos[:, :, None] + rotate_half * sin[:, :, None]
+  np.testing.assert_allclose(posenc.apply_rotary(jnp.asarray(x), cos, sin), expected,
+                             rtol=1e-6, atol=1e-6)

@@ -1,0 +1,82 @@
+"""benchmarks/run_step_variants.sh and its parts: an HLO module's text read back into what each
+instruction is and where it came from, and a CPU smoke run of the variants and the profile."""
+import gzip
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import hlo_index  # noqa: E402  (benchmarks/ is not a package)
+
+MODULE = """HloModule jit_train_step, is_scheduled=true
+
+FileNames
+1 "/repo/nupa_jax/models/layers.py"
+2 "/repo/nupa_jax/models/transformer.py"
+
+FunctionNames
+1 "contract"
+2 "Block.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=32 end_line=32 column=9 end_column=70}
+2 {file_name_id=2 function_name_id=2 line=57 end_line=57 column=4 end_column=20}
+
+StackFrames
+1 {file_location_id=2 parent_frame_id=0}
+2 {file_location_id=1 parent_frame_id=1}
+
+%fused_computation.6 (param_0: f32[8,4]) -> f32[8,4] {
+  %param_0 = f32[8,4]{1,0} parameter(0)
+  ROOT %add.1 = f32[8,4]{1,0} add(%param_0, %param_0)
+}
+
+ENTRY %main (p: f32[8,4], w: bf16[4,4]) -> (f32[8,4], bf16[8,4]) {
+  %p = f32[8,4]{1,0} parameter(0)
+  %loop_add_fusion.6 = f32[8,4]{1,0} fusion(%p), kind=kLoop, calls=%fused_computation.6, \
+metadata={op_name="jit(train_step)/transpose(jvp(mlp))/add_any" stack_frame_id=1}
+  %custom-call.3 = (bf16[8,4]{1,0}, s8[64]{0}) custom-call(%p, %w), \
+custom_call_target="__cublas$gemm", \
+metadata={op_name="jit(train_step)/jvp(attention)/dot_general" stack_frame_id=2}
+  ROOT %tuple = (f32[8,4]{1,0}, bf16[8,4]{1,0}) tuple(%loop_add_fusion.6, %custom-call.3)
+}
+"""
+
+
+def test_index_names_each_instruction_by_its_kernel_name_with_op_scope_and_source_line():
+  ops = hlo_index.index(MODULE)
+  assert ops["loop_add_fusion_6"] == hlo_index.HloOp(
+      "fusion:kLoop", "f32[8,4]{1,0}", "jit(train_step)/transpose(jvp(mlp))/add_any",
+      "transformer.py:57 __call__")
+  assert ops["custom_call_3"] == hlo_index.HloOp(
+      "custom-call:__cublas$gemm", "(bf16[8,4]{1,0}, s8[64]{0})",
+      "jit(train_step)/jvp(attention)/dot_general", "layers.py:32 contract")
+  assert ops["add_1"].op == "add" and ops["add_1"].source == ""  # no metadata: no source
+  assert hlo_index.kernel_key("gemm_fusion_dot.172") == "gemm_fusion_dot_172"
+
+
+def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", PYTHON=sys.executable,
+             XLA_FLAGS="--xla_backend_optimization_level=0", SIZE="tiny", BATCHES="16",
+             STEPS="2", ROUNDS="1", VARIANTS="base,fused_split")
+  result = subprocess.run(["bash", str(ROOT / "benchmarks" / "run_step_variants.sh"),
+                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  base, fused = [json.loads(line) for line in (tmp_path / "variants.jsonl").open()]
+  assert (base["variant"], fused["variant"]) == ("base", "fused_split")
+  assert fused["overrides"] == ["model.fused_projections=True", "model.split_layers=True"]
+  assert base["speedup"] == 1.0 and fused["step_ms"] > 0 and fused["samples_per_s"] > 0
+  assert abs(fused["first_loss"] - base["first_loss"]) < 1e-5 * base["first_loss"]
+  best = (tmp_path / "best.txt").read_text().strip()
+  assert best == min((base, fused), key=lambda r: r["step_ms"])["variant"]
+  profile = json.loads((tmp_path / "profile.jsonl").read_text())
+  assert profile["variant"] == best and profile["busy_ms_per_step"] > 0
+  described = [k for k in profile["top_kernels"] if "op" in k]
+  assert len(described) >= len(profile["top_kernels"]) // 2
+  assert any(k["source"].startswith("layers.py:") for k in described)
+  with gzip.open(tmp_path / "best_hlo.txt.gz", "rt") as f:
+    assert f.readline().startswith("HloModule jit_train_step")
