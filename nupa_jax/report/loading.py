@@ -20,7 +20,10 @@ import os
 import re
 from typing import Any
 
+import ml_collections
+
 from nupa_jax import paths as paths_lib
+from nupa_jax import settings
 from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
 from nupa_jax.metrics import METRICS
 from nupa_jax.report import trained
@@ -242,6 +245,13 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
   return out
 
 
+def _upgraded(raw: dict[str, Any]) -> dict[str, Any]:
+  """The flattened config with legacy fields in today's names (`settings.upgrade`), in the
+  saved order: seeds run before and after a knob was renamed then read as one setting."""
+  upgraded = flatten(settings.plain(settings.upgrade(ml_collections.ConfigDict(raw))))
+  return {k: upgraded[k] for k in dict.fromkeys([*flatten(raw), *upgraded]) if k in upgraded}
+
+
 def _step_files(eval_dir: paths_lib.Path) -> list[tuple[int, paths_lib.Path]]:
   found = [(_STEP_FILE.fullmatch(p.name), p) for p in eval_dir.glob("step_*.json")]
   return sorted((int(m.group(1)), p) for m, p in found if m)
@@ -280,7 +290,7 @@ def load_workdir(path: paths_lib.Path, args: dict[str, Any] | None = None,
     raw = read_json(config_path)
     if not isinstance(raw, dict):
       raise ReportError(f"{config_path}: expected the run's config as a JSON object")
-    config = flatten(raw)
+    config = _upgraded(raw)
   try:
     ranges = trained.train_ranges(config, list(final.tasks))
   except ValueError as e:

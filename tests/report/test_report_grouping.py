@@ -153,3 +153,19 @@ def test_seeds_with_mismatched_tasks(tmp_path):
   message = str(info.value)
   assert str(paths[0]) in message and str(paths[1]) in message
   assert "differ only in seed but evaluate different tasks" in message
+
+
+def test_seeds_before_and_after_a_knob_was_renamed_are_one_setting(tmp_path):
+  """A run saved with the legacy data.seed / data.batch_size / eval.test_seed fields and one
+  saved with today's names differ only in seed: one line, two seeds."""
+  old = make_run(tmp_path / "old", seed=0)
+  config = json.loads((old / "config.json").read_text())
+  config["data"] |= {"seed": 0, "batch_size": 0}
+  config["eval"] = {"test_seed": 0}
+  write_json(old / "config.json", config)
+  new = make_run(tmp_path / "new", seed=1)
+  config = json.loads((new / "config.json").read_text())
+  config["eval"] = {}
+  write_json(new / "config.json", config)
+  groups = group_entries(load([old, new], quiet))
+  assert len(groups) == 1 and groups[0].replicas == "2 seeds"
