@@ -45,6 +45,12 @@ class Batch:
   # target): "positions" and each feature read, for the PE's limits.
   extents: dict[str, int] = dataclasses.field(default_factory=dict)
 
+  @property
+  def program(self) -> tuple[int, int, int]:
+    """What decides the batch's compiled generation program: rows, prompt width and output
+    buffer (`generate`'s, a power of two)."""
+    return (*self.prompts.shape, generate_lib.power_of_two(self.max_new_tokens))
+
 
 def eval_tasks(config) -> list[str]:
   """Canonical names of the evaluated tasks: `config.eval.tasks`, default the training tasks."""
