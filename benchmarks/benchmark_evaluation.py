@@ -8,10 +8,12 @@ Why: the final evaluation of `configs/mixed.py` (all 53 tasks, lengths up to 100
 what a GPU job must fit after its training. This builds a random-weight model of `--size`
 with the mixed family's text settings and runs the trainer's evaluator (greedy decoding) on
 it, as the trainer's final evaluation does: first over all the tasks (questions/s, seconds,
-and how many generation programs were compiled and for how long), then, with every program
-compiled, over each tier of tasks (20- and 100-digit tasks) for their own questions/s. A
-random model rarely emits EOS, so every question runs to its generation budget: the slowest
-case, which a trained model only undercuts. Prints one JSON object and writes it to `--out`.
+and how many generation programs were compiled and for how long), then over each tier of
+tasks alone (20- and 100-digit tasks), for their own questions/s: their programs are compiled
+by then where their batches have the full run's rows (`--questions` of 100 fills 256-row
+batches), and each entry counts the compiles it did. A random model rarely emits EOS, so every
+question runs to its generation budget: the slowest case, which a trained model only
+undercuts. Prints one JSON object and writes it to `--out`.
 """
 from __future__ import annotations
 
@@ -85,8 +87,8 @@ def timed_evaluation(config, encoder, mesh, spec, state, tasks: list[str]) -> di
   if scored != questions:
     raise SystemExit(f"{scored} of {questions} questions were scored")
   return {"tasks": len(tasks), "questions": questions, "batches": len(evaluator.batches),
-          "rows": evaluator.rows, "setup_s": round(setup_s, 2), "seconds": round(seconds, 2),
-          "questions_per_s": round(questions / seconds, 1), **compiles.summary()}
+          "rows": evaluator.rows, "setup_s": round(setup_s, 3), "seconds": round(seconds, 3),
+          "questions_per_s": round(questions / seconds, 2), **compiles.summary()}
 
 
 def main(argv=None) -> int:

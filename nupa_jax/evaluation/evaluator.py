@@ -16,6 +16,11 @@ batch holds one task's questions; rows beyond them repeat prompts, wasted work t
 long traces make costly), rounded up to a multiple of the mesh's batch axes. An evaluation
 of more than one batch reports its size up front and its progress every `PROGRESS_EVERY_S`.
 
+Speed: the batches' generation programs (few sizes, `questions.program_sizes`) are compiled
+before the first batch, several at once; the device's output buffers are read whole and cut
+on the host (cutting on the device would compile a program per answer length); a batch is
+scored in a thread while the next one decodes.
+
 Several processes: the prompt batch is one global array split over the mesh's batch axes;
 each process decodes and scores the rows it holds, and the scores are gathered so that
 process 0 writes `eval/step_{N}.json` and `eval/latest.json` and prints the table.
@@ -49,6 +54,9 @@ from nupa_jax.text import SampleEncoder
 
 
 PROGRESS_EVERY_S = 30.0  # seconds between progress lines of a long evaluation
+# Generation programs compiled at once: each compile's autotuning of matrix products takes
+# device memory for its trial buffers beside the run's state.
+COMPILE_THREADS = 4
 
 
 def _global(array: np.ndarray, sharding) -> jax.Array:
@@ -134,8 +142,8 @@ class Evaluator:
     with jax.set_mesh(self.mesh):
       inputs = (model, _global(batch.prompts, self._sharding),
                 _global(batch.lengths, self._sharding))
-      options = dict(max_new_tokens=batch.max_new_tokens, eos_id=self.encoder.eos_id,
-                     pad_id=self.encoder.pad_id, rng=rng,
+      options = dict(max_new_tokens=batch.max_new_tokens, buffer=batch.buffer,
+                     eos_id=self.encoder.eos_id, pad_id=self.encoder.pad_id, rng=rng,
                      temperature=0.0 if e.greedy else float(e.temperature), top_p=e.top_p,
                      features={k: _global(v, self._sharding) for k, v in batch.features.items()},
                      next_features=self.next_features)
@@ -154,7 +162,8 @@ class Evaluator:
     if not todo:
       return
     report(f"compiling {len(todo)} generation program{'s' if len(todo) > 1 else ''}")
-    with concurrent.futures.ThreadPoolExecutor(min(len(todo), os.cpu_count() or 1)) as pool:
+    threads = min(len(todo), COMPILE_THREADS, os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
       list(pool.map(lambda b: self._generate(model, b, rng, compile_only=True), todo))
     self._compiled.update(b.program for b in todo)
 
@@ -164,9 +173,6 @@ class Evaluator:
     The state may be the run's (model, optimizer) state: only the model is used. `report`
     (e.g. print; process 0's) gets the size and progress lines of an evaluation of several
     batches.
-
-    Host and device work overlap: a batch's tokens are scored in a thread while the next
-    batch is generated.
     """
     merged = nnx.merge(graphdef, state)
     model = merged[0] if isinstance(merged, tuple) else merged

@@ -14,13 +14,15 @@ from nupa_jax import models
 from nupa_jax import plugins  # noqa: F401  (registers the digit-text run mode)
 from nupa_jax import runmode
 from nupa_jax import sharding
+from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import generate as generate_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.text import Encoder
 
-# A 20-digit integer task, a 100-digit one and a fraction task (answers of varied lengths).
-TASKS = ["add_int", "max_int", "add_frac"]
+# 20- and 100-digit integer tasks, fractions (answers of varied lengths) and answers longer
+# than their prompts.
+TASKS = ["add_int", "max_int", "add_frac", "to_scient_int"]
 
 
 def _evaluator(pe: str, per_length: int = 2, batch_size: int = 12):
@@ -106,9 +108,32 @@ def test_generations_equal_the_one_batch_at_a_time_loop(monkeypatch, pe):
   evaluator, model = _evaluator(pe)
   got = _recorded_generations(monkeypatch, evaluator, model)
   expected = _one_batch_at_a_time(evaluator, model, evaluator.encoder)
-  assert len(got) == sum(map(len, evaluator.questions.values())) == 2 * (7 + 5 + 9)
+  assert len(got) == sum(map(len, evaluator.questions.values())) == 2 * (7 + 5 + 9 + 5)
+  assert any(b.program[1] != generate_lib.power_of_two(int(max(b.lengths)))
+             for b in evaluator.batches)  # some batches run wider programs than they did
   assert got == expected
   assert len({tuple(tokens) for _, tokens in got}) > len(got) // 2  # not one constant reply
+
+
+def test_wider_programs_decode_the_same_tokens():
+  """Batches whose prompt width or output buffer `program_sizes` rounds up further than to
+  the powers of two above the longest prompt and budget generate what those would."""
+  encoder = Encoder()
+  model = models.build(common.model("tiny"), encoder.vocab_size, rngs=nnx.Rngs(0))
+  questions = {task: testset.questions(task, digits, seed=0, per_length=3)
+               for task, digits in (("length_int", 60), ("to_scient_int", 25))}
+  batches = questions_lib.make_batches(encoder, questions, rows=3)
+  tight = [(generate_lib.power_of_two(int(max(b.lengths))),
+            generate_lib.power_of_two(b.max_new_tokens)) for b in batches]
+  assert [b.program[1:] for b in batches] == [(64, 32), (64, 64)]
+  assert tight == [(64, 16), (32, 64)]
+  for batch, (width, buffer) in zip(batches, tight):
+    def run(prompts, buffer):
+      return np.asarray(generate_lib.generate(
+          model, prompts, batch.lengths, max_new_tokens=batch.max_new_tokens, buffer=buffer,
+          eos_id=encoder.eos_id, pad_id=encoder.pad_id))
+    np.testing.assert_array_equal(run(batch.prompts, batch.buffer),
+                                  run(batch.prompts[:, :width], buffer))
 
 
 def test_each_generation_program_compiles_once(monkeypatch):
@@ -122,7 +147,7 @@ def test_each_generation_program_compiles_once(monkeypatch):
   assert (first.count, again.count) == (len(programs), 0)
 
 
-@pytest.mark.parametrize("per_length, bound", [(5, 14), (100, 14)])
+@pytest.mark.parametrize("per_length, bound", [(5, 9), (20, 9)])
 def test_the_whole_benchmark_needs_few_programs(per_length, bound):
   """All 53 tasks over their whole ranges (1-100 digits) in rows of 256."""
   config = mixed.get_config("size=tiny")
