@@ -16,6 +16,11 @@ batch holds one task's questions; rows beyond them repeat prompts, wasted work t
 long traces make costly), rounded up to a multiple of the mesh's batch axes. An evaluation
 of more than one batch reports its size up front and its progress every `PROGRESS_EVERY_S`.
 
+Speed: the batches' generation programs (few sizes, `questions.program_sizes`) are compiled
+before the first batch, several at once; the device's output buffers are read whole and cut
+on the host (cutting on the device would compile a program per answer length); a batch is
+scored in a thread while the next one decodes.
+
 Several processes: the prompt batch is one global array split over the mesh's batch axes;
 each process decodes and scores the rows it holds, and the scores are gathered so that
 process 0 writes `eval/step_{N}.json` and `eval/latest.json` and prints the table.
@@ -23,6 +28,8 @@ process 0 writes `eval/step_{N}.json` and `eval/latest.json` and prints the tabl
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -47,6 +54,9 @@ from nupa_jax.text import SampleEncoder
 
 
 PROGRESS_EVERY_S = 30.0  # seconds between progress lines of a long evaluation
+# Generation programs compiled at once: each compile's autotuning of matrix products takes
+# device memory for its trial buffers beside the run's state.
+COMPILE_THREADS = 4
 
 
 def _global(array: np.ndarray, sharding) -> jax.Array:
@@ -109,18 +119,54 @@ class Evaluator:
       longest = max(q.digits for b in self.batches for q in b.questions)
       check_position_limits(config, encoder.vocab_size, extents, longest)
     self._sharding = sharding_lib.batch_sharding(mesh)
+    self._compiled = set()  # `Batch.program`s compiled already
 
-  def _scores(self, batch: questions_lib.Batch, generated: jax.Array) -> list[tuple[int, dict]]:
-    """(question index within the batch, scores) for this process's rows of the batch."""
+  def _scores(self, batch: questions_lib.Batch, rows: dict[int, np.ndarray]
+              ) -> list[tuple[int, dict]]:
+    """(question index within the batch, scores) for this process's `rows` of the batch's
+    generated tokens (`_local_rows`)."""
     answer_repr = tasks_lib.get(batch.task).answer_repr
     out = []
-    for row, tokens in _local_rows(generated).items():
+    for row, tokens in rows.items():
       if row < len(batch.questions):
         q = batch.questions[row]
-        prediction = self.encoder.decode_answer(batch.task, tokens)
+        prediction = self.encoder.decode_answer(batch.task, tokens[:batch.max_new_tokens])
         out.append((row, metrics.score(prediction, q.answer, answer_repr,
                                        self.settings.dlength_rule)))
     return out
+
+  def _generate(self, model, batch: questions_lib.Batch, rng: jax.Array, *,
+                compile_only: bool = False) -> jax.Array | None:
+    """The batch's generated tokens (a global array, the whole output buffer), or only the
+    program that generates them compiled (from any thread: the mesh is entered here)."""
+    e = self.settings
+    with jax.set_mesh(self.mesh):
+      inputs = (model, _global(batch.prompts, self._sharding),
+                _global(batch.lengths, self._sharding))
+      options = dict(max_new_tokens=batch.max_new_tokens, buffer=batch.buffer,
+                     eos_id=self.encoder.eos_id, pad_id=self.encoder.pad_id, rng=rng,
+                     temperature=0.0 if e.greedy else float(e.temperature), top_p=e.top_p,
+                     features={k: _global(v, self._sharding) for k, v in batch.features.items()},
+                     next_features=self.next_features)
+      if compile_only:
+        return generate_lib.precompile(*inputs, **options)
+      return generate_lib.generate(*inputs, **options, trim=False)
+
+  def _precompile(self, model, rng: jax.Array, report: Callable[[str], None]) -> None:
+    """Compiles every generation program of the batches not compiled yet, several at once.
+
+    Each program is compiled before its first batch runs, as the loop would, but in threads:
+    XLA compiles on several cores at once, and the decoding loop then never waits for one.
+    """
+    todo = {b.program: b for b in self.batches}
+    todo = [b for shape, b in todo.items() if shape not in self._compiled]
+    if not todo:
+      return
+    report(f"compiling {len(todo)} generation program{'s' if len(todo) > 1 else ''}")
+    threads = min(len(todo), COMPILE_THREADS, os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+      list(pool.map(lambda b: self._generate(model, b, rng, compile_only=True), todo))
+    self._compiled.update(b.program for b in todo)
 
   def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None) -> dict:
     """{task: summary} (metrics.summarize) of the model `nnx.merge(graphdef, state)`.
@@ -131,32 +177,26 @@ class Evaluator:
     """
     merged = nnx.merge(graphdef, state)
     model = merged[0] if isinstance(merged, tuple) else merged
-    model_def, model_state = nnx.split(model)
-    e = self.settings
-    temperature = 0.0 if e.greedy else float(e.temperature)
-    rng = jax.random.key(e.sample_seed)
-    local = []  # (batch index, row, EM, DM, dlength)
+    model = nnx.split(model)
+    rng = jax.random.key(self.settings.sample_seed)
     report = report if report is not None and len(self.batches) > 1 else (lambda line: None)
     report(f"evaluating {sum(len(b.questions) for b in self.batches):,} questions of "
            f"{len(self.questions)} tasks in {len(self.batches)} batches of {self.rows} prompts")
     start = last = time.perf_counter()
-    with jax.set_mesh(self.mesh):
+    scored = []  # futures of [(row, scores)], one per batch
+    with concurrent.futures.ThreadPoolExecutor(1) as scorer:
+      self._precompile(model, rng, report)
       for index, batch in enumerate(self.batches):
-        generated = generate_lib.generate(
-            (model_def, model_state), _global(batch.prompts, self._sharding),
-            _global(batch.lengths, self._sharding), max_new_tokens=batch.max_new_tokens,
-            eos_id=self.encoder.eos_id, pad_id=self.encoder.pad_id,
-            rng=jax.random.fold_in(rng, index), temperature=temperature, top_p=e.top_p,
-            features={k: _global(v, self._sharding) for k, v in batch.features.items()},
-            next_features=self.next_features)
-        for row, s in self._scores(batch, generated):
-          local.append((index, row, s["exact_match"], s["digit_match"], s["dlength"]))
+        generated = self._generate(model, batch, jax.random.fold_in(rng, index))
+        scored.append(scorer.submit(self._scores, batch, _local_rows(generated)))
         now = time.perf_counter()
         if now - last >= PROGRESS_EVERY_S and index + 1 < len(self.batches):
           last, done = now, index + 1
           left = (now - start) / done * (len(self.batches) - done)
           report(f"evaluation: batch {done}/{len(self.batches)} ({batch.task}), "
                  f"{now - start:.0f} s, about {left:.0f} s left")
+      local = [(index, row, s["exact_match"], s["digit_match"], s["dlength"])
+               for index, future in enumerate(scored) for row, s in future.result()]
     return self._summarize(self._gather(local))
 
   def _gather(self, local: list[tuple]) -> np.ndarray:

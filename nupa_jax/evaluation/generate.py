@@ -54,7 +54,8 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
              max_new_tokens: int, eos_id: int, pad_id: int, rng: jax.Array | None = None,
              temperature: float = 0.0, top_p: float = 1.0,
              features: Mapping[str, np.ndarray] | None = None,
-             next_features: FeatureRule | None = None) -> jax.Array:
+             next_features: FeatureRule | None = None, buffer: int | None = None,
+             trim: bool = True) -> jax.Array:
   """int32[B, max_new_tokens]: the tokens generated after each prompt, pad after EOS.
 
   model: a Transformer or its (graphdef, state) from nnx.split.
@@ -63,7 +64,34 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
   features: {name: int32[B, P]} per-token inputs the model's PE reads, for the prompts.
   next_features: (previous token's features {name: int32[B]}, new token int32[B]) -> the new
     token's features, same names; required with features.
+  buffer: slots for generated tokens, >= max_new_tokens (default: the power of two above it);
+    part of the compiled program's shape, like the prompts' width.
+  trim: False returns the whole output buffer, int32[B, buffer], pad past max_new_tokens:
+    cutting it to max_new_tokens on the device compiles a small program for every new length,
+    which a caller that reads the rows on the host can do without.
   """
+  args, static = _arguments(model, prompts, prompt_lengths, max_new_tokens=max_new_tokens,
+                            eos_id=eos_id, pad_id=pad_id, rng=rng, temperature=temperature,
+                            top_p=top_p, features=features, next_features=next_features,
+                            buffer=buffer)
+  out = _generate(*args, **static)
+  return out[:, :max_new_tokens] if trim else out
+
+
+def precompile(model, prompts, prompt_lengths, **options) -> None:
+  """Compiles, without running it, the program that `generate` with the same arguments runs
+  (same shapes, shardings and static options), so that its call finds it compiled: several
+  programs can compile at once, in threads, ahead of the calls."""
+  args, static = _arguments(model, prompts, prompt_lengths, **options)
+  _generate.lower(*args, **static).compile()
+
+
+def _arguments(model, prompts, prompt_lengths, *, max_new_tokens: int, eos_id: int, pad_id: int,
+               rng: jax.Array | None = None, temperature: float = 0.0, top_p: float = 1.0,
+               features: Mapping[str, np.ndarray] | None = None,
+               next_features: FeatureRule | None = None,
+               buffer: int | None = None) -> tuple[tuple, dict]:
+  """`_generate`'s arguments and static options for `generate`'s, checked."""
   if isinstance(model, nnx.Module):
     graphdef, state = nnx.split(model)
   else:
@@ -85,14 +113,17 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
     raise ValueError(f"features {sorted(features)} of the prompts are given but not how to "
                      "continue them: pass next_features= (e.g. DigitRuns for Abacus)")
   rng = jax.random.key(0) if rng is None else rng
-  # The output buffer (a static shape) is a power of two and the loop stops at max_new_tokens
-  # (a traced bound), so budgets that differ by a few tokens share one compiled program.
-  out = _generate(graphdef, state, jnp.asarray(prompts, jnp.int32),
-                  jnp.asarray(prompt_lengths, jnp.int32), features, rng,
-                  jnp.float32(temperature), jnp.float32(top_p), jnp.int32(max_new_tokens),
-                  greedy=temperature == 0, buffer=power_of_two(max_new_tokens), eos_id=eos_id,
-                  pad_id=pad_id, next_features=next_features)
-  return out[:, :max_new_tokens]
+  # The output buffer is a static shape and the loop stops at max_new_tokens (a traced bound),
+  # so budgets that differ by a few tokens share one compiled program.
+  buffer = power_of_two(max_new_tokens) if buffer is None else buffer
+  if buffer < max_new_tokens:
+    raise ValueError(f"buffer={buffer} holds fewer than max_new_tokens={max_new_tokens}")
+  args = (graphdef, state, jnp.asarray(prompts, jnp.int32),
+          jnp.asarray(prompt_lengths, jnp.int32), features, rng, jnp.float32(temperature),
+          jnp.float32(top_p), jnp.int32(max_new_tokens))
+  static = dict(greedy=temperature == 0, buffer=buffer, eos_id=eos_id, pad_id=pad_id,
+                next_features=next_features)
+  return args, static
 
 
 def power_of_two(n: int, least: int = 8) -> int:

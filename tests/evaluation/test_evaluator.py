@@ -89,6 +89,13 @@ def oracle(encoder, questions, transform):
   return generate
 
 
+def use_oracle(monkeypatch, encoder, questions, transform):
+  """The evaluator generates with `oracle` and compiles nothing."""
+  monkeypatch.setattr(evaluator_lib.generate_lib, "generate",
+                      oracle(encoder, questions, transform))
+  monkeypatch.setattr(evaluator_lib.generate_lib, "precompile", lambda *args, **kwargs: None)
+
+
 @pytest.mark.parametrize("transform, em, dlength", [
     (lambda answer: answer, 1.0, 0.0),
     (lambda answer: answer[:-1], 0.0, 1.0),  # one digit short (answers here have >= 3)
@@ -97,8 +104,7 @@ def test_scores_of_an_oracle_follow_the_metrics(monkeypatch, encoder, transform,
   config = eval_config()
   mesh = sharding.make_mesh(config.mesh.shape)
   evaluator = evaluator_lib.Evaluator(config, encoder, mesh)
-  monkeypatch.setattr(evaluator_lib.generate_lib, "generate",
-                      oracle(encoder, evaluator.questions, transform))
+  use_oracle(monkeypatch, encoder, evaluator.questions, transform)
   graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
   results = evaluator.evaluate(graphdef, state)
   assert sorted(results) == sorted(TASKS)
@@ -121,14 +127,14 @@ def test_batches_are_capped_by_the_questions_and_progress_is_reported(monkeypatc
   assert evaluator.rows == 30  # 3 per length of 3..12 digits: the most of one task
   assert [b.prompts.shape[0] for b in evaluator.batches] == [30, 30]
   assert [len(b.questions) for b in evaluator.batches] == [30, 24]
-  monkeypatch.setattr(evaluator_lib.generate_lib, "generate",
-                      oracle(encoder, evaluator.questions, lambda answer: answer))
+  use_oracle(monkeypatch, encoder, evaluator.questions, lambda answer: answer)
   monkeypatch.setattr(evaluator_lib, "PROGRESS_EVERY_S", 0.0)
   lines = []
   graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
   evaluator.evaluate(graphdef, state, report=lines.append)
   assert lines[0] == "evaluating 54 questions of 2 tasks in 2 batches of 30 prompts"
-  assert len(lines) == 2 and lines[1].startswith("evaluation: batch 1/2 (add_int), ")
+  assert lines[1] == "compiling 1 generation program"  # both batches have one shape
+  assert len(lines) == 3 and lines[2].startswith("evaluation: batch 1/2 (add_int), ")
 
 
 def test_results_files_and_table(tmp_path):
@@ -176,8 +182,8 @@ def test_the_configured_learned_digits_rule_summarizes(monkeypatch, encoder, rul
   config.eval.learned_digits_rule = rule
   mesh = sharding.make_mesh(config.mesh.shape)
   evaluator = evaluator_lib.Evaluator(config, encoder, mesh)
-  monkeypatch.setattr(evaluator_lib.generate_lib, "generate", oracle(
-      encoder, evaluator.questions, lambda a: a[::-1] + "1" if len(a) in (5, 6) else a))
+  use_oracle(monkeypatch, encoder, evaluator.questions,
+             lambda a: a[::-1] + "1" if len(a) in (5, 6) else a)
   graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
   summary = evaluator.evaluate(graphdef, state)["add_int"]
   assert summary["per_digit"][5]["exact_match"] == 0.0
