@@ -186,6 +186,12 @@ def constrain(x: jax.Array, *dims: str | None) -> jax.Array:
   return jax.lax.with_sharding_constraint(x, PartitionSpec(*spec))
 
 
+def tensor_parallel() -> bool:
+  """Whether the active mesh (`jax.set_mesh`) splits the `tensor` axis over several devices."""
+  mesh = jax.sharding.get_abstract_mesh()
+  return not mesh.empty and mesh.shape.get("tensor", 1) > 1
+
+
 def batch_divisor(mesh: Mesh) -> int:
   """Global batch rows must be a multiple of this (the data x fsdp devices)."""
   return math.prod(mesh.shape[a] for a in BATCH_AXES)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nupa_jax.models.presets import ModelConfig
-from nupa_jax.sharding import constrain
+from nupa_jax.sharding import constrain, tensor_parallel
 
 
 def param(rngs: nnx.Rngs, init: Any, shape: tuple[int, ...], names: tuple[str | None, ...],
@@ -77,9 +77,11 @@ def project(x: jax.Array, denses: Sequence[Dense], keys: Sequence[jax.Array | No
   at run time and splits its result: the same dot products, so the same numbers. The backward
   pass then makes one input-gradient matmul instead of one per projection plus their sum, and
   one weight-gradient matmul whose operand XLA need not concatenate itself (its dot merger
-  copies the output gradients of projections that share an input into one array).
+  copies the output gradients of projections that share an input into one array). On a
+  tensor-parallel mesh the projections run apart: concatenating kernels split over `tensor`
+  on their output axes would regather them.
   """
-  if not together:
+  if not together or tensor_parallel():
     return [dense(x, rng=key) for dense, key in zip(denses, keys)]
   first = denses[0]
   x = x.astype(first.dtype)

@@ -27,6 +27,14 @@ class Train:
   weight_decay: float = 0.01
   mu_dtype: str = ""  # dtype of Adam's first moment ("" = the parameters')
   grad_clip: float = 1.0  # global-norm clipping; 0 disables
+  # XLA's Triton GEMM fusions on GPU; off, every matmul of the train step goes to cuBLAS.
+  gpu_triton_gemm: bool = True
+
+  def compiler_options(self, backend: str) -> dict[str, bool]:
+    """XLA options of the jitted train step on `backend` (jax.default_backend())."""
+    if backend == "gpu" and not self.gpu_triton_gemm:
+      return {"xla_gpu_enable_triton_gemm": False}
+    return {}
 
   def __post_init__(self):
     for name in ("steps", "log_every"):

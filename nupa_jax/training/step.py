@@ -46,7 +46,7 @@ def _mean_loss(model, batch, rng):
 
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
-                    wrt: nnx.filterlib.Filter = nnx.Param):
+                    wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -55,7 +55,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   `rng_seed`: for models whose training pass is random (StateSpec.needs_rng); step s draws
   from `fold_in(key(rng_seed), s)`, so a resumed run repeats the same draws.
   metrics: loss, grad_norm (before clipping), learning_rate (used by this step), tokens
-  (non-padding tokens), answer_tokens.
+  (non-padding tokens), answer_tokens. `compiler_options`: XLA options of the step's program
+  (`Train.compiler_options`).
   """
 
   def train_step(state, batch):
@@ -77,7 +78,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     return nnx.state((model, optimizer)), metrics
 
   return jax.jit(train_step, in_shardings=(state_shardings, batch_sharding),
-                 out_shardings=(state_shardings, replicated), donate_argnums=0)
+                 out_shardings=(state_shardings, replicated), donate_argnums=0,
+                 compiler_options=compiler_options or None)
 
 
 def make_eval_step(graphdef, state_shardings, batch_sharding, replicated):

@@ -111,3 +111,23 @@ def test_rotary_equals_rotate_half_written_out():
   expected = x * cos[:, :, None] + rotate_half * sin[:, :, None]
   np.testing.assert_allclose(posenc.apply_rotary(jnp.asarray(x), cos, sin), expected,
                              rtol=1e-6, atol=1e-6)
+
+
+def test_fused_projections_run_apart_on_a_tensor_parallel_mesh():
+  """Kernels split over `tensor` on their output axes would be regathered to be joined."""
+  from jax.sharding import AbstractMesh, AxisType
+  from nupa_jax import sharding
+  from nupa_jax.models import layers, presets
+  config = presets.resolve({"preset": "tiny", "fused_projections": True}, VOCAB)
+  mlp = layers.MLP(config, rngs=nnx.Rngs(0))
+  x = jnp.ones((2, 3, config.hidden))
+
+  def primitives(tensor):
+    mesh = AbstractMesh((1, 1, tensor), ("data", "fsdp", "tensor"),
+                        axis_types=(AxisType.Auto,) * 3)
+    with jax.sharding.use_abstract_mesh(mesh):
+      assert sharding.tensor_parallel() == (tensor > 1)
+      return {e.primitive.name for e in jax.make_jaxpr(mlp)(x).eqns}
+
+  assert "concatenate" in primitives(1)
+  assert "concatenate" not in primitives(2)

@@ -102,3 +102,18 @@ def test_weight_decay_skips_multi_axis_biases():
   new = optax.apply_updates(params, updates)
   np.testing.assert_allclose(new["q"]["kernel"], 0.9)
   np.testing.assert_allclose(new["q"]["bias"], 1.0)
+
+
+def test_triton_gemm_setting_reaches_only_gpu_compiles():
+  from nupa_jax.training.settings import Train
+  off = Train(steps=1, batch_size=1, learning_rate=1.0, gpu_triton_gemm=False)
+  assert off.compiler_options("gpu") == {"xla_gpu_enable_triton_gemm": False}
+  assert off.compiler_options("cpu") == {}
+  assert Train(steps=1, batch_size=1, learning_rate=1.0).compiler_options("gpu") == {}
+
+
+@pytest.mark.parametrize("size, faster", [("100m", True), ("tiny", False), ("0.9b", False)])
+def test_speed_settings_are_on_for_the_size_they_were_measured_on(size, faster):
+  c = common.base(size)
+  assert c.model.fused_projections == c.model.split_layers == faster
+  assert c.train.gpu_triton_gemm == (not faster)
