@@ -3,9 +3,9 @@
     python benchmarks/benchmark_step_variants.py --size=100m --batches=256,8192 --json=v.jsonl
     python benchmarks/benchmark_step_variants.py --size=tiny --batches=16 --steps=2  # CPU smoke
 
-Each variant (`VARIANTS`: model-config overrides and XLA compiler options) is the real train
-step of `benchmark_train.py`, compiled for the same real batches and started from the same initial
-state. The knobs keep the model's math, so every variant's first step must give the default's
+Each variant (`VARIANTS`: model-config overrides on top of `BASELINE`, every speed setting
+off, and XLA compiler options) is the real train step of `benchmark_train.py`, compiled for
+the same real batches and started from the same initial state. The knobs keep the model's math, so every variant's first step must give the default's
 loss and gradient norm up to bf16 rounding: both are printed and recorded next to each other.
 The variants are then timed in interleaved rounds, so that clock or thermal drift favours none,
 and each gets its median round. One JSON line per variant and batch size: benchmark_train's
@@ -51,10 +51,21 @@ VARIANTS = {
 }
 
 
+# Every variant starts from the speed settings all off, whatever a size's config turns on
+# (configs/common.py), so that `base` is the plain step and each variant adds its own.
+BASELINE = ("model.fused_projections=False", "model.split_layers=False",
+            "train.gpu_triton_gemm=True")
+
+
 def resolve(name: str) -> Variant:
   if name not in VARIANTS:
     raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
   return VARIANTS[name]
+
+
+def overrides(name: str, extra: list[str]) -> list[str]:
+  """The config overrides of variant `name`: the baseline, then `extra`, then its own."""
+  return [*BASELINE, *extra, *resolve(name).overrides]
 
 
 class _Run:
@@ -83,8 +94,7 @@ def time_variants(args, batch: int, names: list[str]) -> list[dict]:
   """Every variant at one batch size: first-step parity, then interleaved timed rounds. A
   variant that fails to compile or run gets an `error` line and the others go on."""
   configs = {n: benchmark_train.make_config(args.size, args.pe, args.task, batch,
-                                            args.samples_per_row,
-                                            [*args.override, *resolve(n).overrides])
+                                            args.samples_per_row, overrides(n, args.override))
              for n in names}
   mesh = sharding_lib.make_mesh(configs[names[0]].mesh.shape)
   pipeline, batches, tokens = benchmark_train.device_batches(configs[names[0]], 8, mesh)
@@ -134,11 +144,7 @@ def best(results: list[dict], batch: int) -> str:
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--size", default="100m")
-  parser.add_argument("--pe", default="rope")
-  parser.add_argument("--task", default="add_int")
-  parser.add_argument("--batches", default="256,8192", help="samples per step, comma separated")
-  parser.add_argument("--samples_per_row", type=int, default=16)
+  benchmark_train.add_workload_flags(parser, batches="256,8192")
   parser.add_argument("--variants", default=",".join(VARIANTS),
                       help="comma separated, the first is the baseline; known: "
                       + ", ".join(VARIANTS))

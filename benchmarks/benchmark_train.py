@@ -36,6 +36,7 @@ from nupa_jax import data as data_lib
 from nupa_jax import models
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.models import state as state_lib
+from nupa_jax.training import settings as train_settings
 from nupa_jax.training import step as step_lib
 from nupa_jax import sharding as sharding_lib
 
@@ -82,20 +83,22 @@ def device_batches(config, n_batches: int, mesh):
 
 def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=None,
                state=None):
-  """(train_step, state) of a config: the real jitted step, compiled ahead for
-  `example_batch` with XLA `compiler_options` (a dict, e.g. {"xla_gpu_enable_triton_gemm":
-  False}, or {}) when these are given, and a fresh state unless `state` (of the same
-  structure) is given."""
+  """(train_step, state) of a config: the real jitted step with the XLA options the trainer
+  gives it (`config.train`) updated by `compiler_options` (a dict, e.g.
+  {"xla_gpu_dot_merger_threshold_mb": 0}, or {}), compiled ahead for `example_batch` when
+  `compiler_options` is given, and a fresh state unless `state` (of the same structure) is given."""
   tx = optimizer_lib.make(config.train)
   spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx)
   if state is None:
     state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
+  options = train_settings.Train.from_config(config).compiler_options(jax.default_backend())
   train_step = step_lib.make_train_step(
       spec.graphdef, spec.shardings, sharding_lib.batch_sharding(mesh),
       sharding_lib.replicated(mesh), optimizer_lib.schedule(config.train),
-      rng_seed=0 if spec.needs_rng else None)
+      rng_seed=0 if spec.needs_rng else None,
+      compiler_options={**options, **dict(compiler_options or {})})
   if compiler_options is not None:
-    train_step = train_step.lower(state, example_batch).compile(dict(compiler_options))
+    train_step = train_step.lower(state, example_batch).compile()
   return train_step, state
 
 
@@ -208,13 +211,18 @@ def time_reference(config, n_batches: int, steps: int) -> dict:
               mfu=round(6 * params * mean_tokens / dt / PEAK_BF16, 4), loss=float(loss))
 
 
-def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_workload_flags(parser: argparse.ArgumentParser, batches: str = "256,1024") -> None:
+  """The flags that choose what a step benchmark trains: preset, PE, task, batch sizes."""
   parser.add_argument("--size", default="100m")
   parser.add_argument("--pe", default="rope")
   parser.add_argument("--task", default="add_int")
-  parser.add_argument("--batches", default="256,1024", help="samples per step, comma separated")
+  parser.add_argument("--batches", default=batches, help="samples per step, comma separated")
   parser.add_argument("--samples_per_row", type=int, default=16)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  add_workload_flags(parser)
   parser.add_argument("--steps", type=int, default=30, help="timed steps per repeat")
   parser.add_argument("--reference", action="store_true", help="also time HF PyTorch Llama")
   parser.add_argument("--reference_batches", default="", help="default: --batches")

@@ -129,7 +129,7 @@ def main(argv=None) -> int:
   parser.add_argument("--hlo_out", default="", help="write the compiled program's HLO here")
   args = parser.parse_args(argv)
   variant = benchmark_step_variants.resolve(args.variant)
-  overrides = [*args.override, *variant.overrides]
+  overrides = benchmark_step_variants.overrides(args.variant, args.override)
   config = benchmark_train.make_config(args.size, args.pe, args.task, args.batch,
                                        args.samples_per_row, overrides)
   train_step, state, batches, _, _ = benchmark_train.prepare_nupa(
