@@ -5,9 +5,12 @@
 # run's config.json, train_metrics.jsonl and eval/ go to EXP/runs/NAME, its log to EXP/logs/,
 # each sweep's sweep.json to EXP/sweeps/SWEEP.json; then regenerates the experiment's report
 # (figures, tables, index.md; with EXP/paper.json when present). Two sweeps of one call holding
-# a finished run of the same name are refused.
+# a finished run of the same name are refused. CUT=1 also takes the runs a deadline stopped
+# (status interrupted) that have an eval/latest.json: a periodic evaluation, or the evaluation of
+# the checkpoint saved at the stop (`python -m nupa_jax.evaluate --workdir=RUN
+# --checkpoint=latest --out=RUN/eval/latest.json`); its `_meta.step` says how far the run got.
 #
-#   launch/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
+#   [CUT=1] launch/collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]
 set -euo pipefail
 exp=${1:?usage: collect.sh EXPERIMENT SWEEP_DIR [SWEEP_DIR ...]}
 shift
@@ -18,13 +21,15 @@ for sweep in "$@"; do
   [ -f "$sweep/sweep.json" ] || { echo "collect.sh: $sweep has no sweep.json" >&2; exit 2; }
 done
 # "SWEEP<TAB>NAME" of every finished run, checked before anything is copied.
-runs=$("${PYTHON:-python3}" - "$@" <<'PY'
-import json, sys
+runs=$(CUT=${CUT:-} "${PYTHON:-python3}" - "$@" <<'PY'
+import json, os, sys
 taken = {}  # run name -> the sweep holding it
 for sweep in sys.argv[1:]:
   for run in json.load(open(f"{sweep}/sweep.json"))["runs"]:
     name = run["name"]
-    if run["status"] != "done":
+    cut = (os.environ["CUT"] == "1" and run["status"] == "interrupted"
+           and os.path.isfile(f"{sweep}/{name}/eval/latest.json"))
+    if run["status"] != "done" and not cut:
       print(f"collect.sh: skipping {name} ({run['status']})", file=sys.stderr)
     elif name in taken:  # one would silently replace the other
       sys.exit(f"collect.sh: {taken[name]} and {sweep} both hold run {name}; collect them "

@@ -37,9 +37,11 @@ MAX_KEYS = 3
 
 
 # Config fields that change how fast a run goes, never what it computes: runs differing only in
-# these are the same setting (data is a pure function of (seed, index), whatever the workers).
-NOT_SETTINGS = frozenset({"data.num_workers", "train.log_every", "checkpoint.async_save",
-                          "checkpoint.every", "checkpoint.keep", "eval.batch_size"})
+# these are the same setting (data is a pure function of (seed, index), whatever the workers;
+# the optimizer state's placement changes the float order of a gradient sum, no more).
+NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "train.log_every",
+                          "checkpoint.async_save", "checkpoint.every", "checkpoint.keep",
+                          "eval.batch_size", "mesh.shard_optimizer_over_data"})
 
 
 def is_seed(key: str) -> bool:

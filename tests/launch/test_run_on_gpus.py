@@ -99,7 +99,8 @@ def test_errors(machine, queues, status, message):
 
 
 def test_collect_takes_only_the_runs_the_sweep_finished(tmp_path):
-  """collect.sh: a run cut after a periodic evaluation has eval/latest.json but is not done."""
+  """collect.sh: a run cut after a periodic evaluation has eval/latest.json but is not done;
+  CUT=1 takes it too."""
   sweep = tmp_path / "exp_part"
   for name in ("a", "b"):
     (sweep / name / "eval").mkdir(parents=True)
@@ -134,6 +135,11 @@ exec {sys.executable} "$@"
     assert result.returncode == 2
     assert f"{sweep} and {other} both hold run a" in result.stderr
     assert not (out / "sweeps" / "exp_other.json").exists()  # refused before copying
+    result = subprocess.run(["bash", str(COLLECT), experiment, str(sweep)],
+                            env=dict(os.environ, PYTHON=str(python), CUT="1"),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["a", "b"]
   finally:
     shutil.rmtree(out, ignore_errors=True)
 

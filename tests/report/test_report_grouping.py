@@ -169,3 +169,19 @@ def test_seeds_before_and_after_a_knob_was_renamed_are_one_setting(tmp_path):
   write_json(new / "config.json", config)
   groups = group_entries(load([old, new], quiet))
   assert len(groups) == 1 and groups[0].replicas == "2 seeds"
+
+
+def test_speed_only_fields_do_not_split_seeds_into_settings(tmp_path):
+  """Two seeds run with other grain workers and the optimizer state placed otherwise are one
+  setting; a learning rate apart is two."""
+  paths = [make_run(tmp_path / f"s{seed}", seed=seed) for seed in (0, 1, 2)]
+  for path, fields in zip(paths, ({"data": {"num_workers": 6}, "mesh": {}},
+                                  {"data": {"num_workers": 12},
+                                   "mesh": {"shard_optimizer_over_data": True}},
+                                  {"train": {"learning_rate": 1e-3}})):
+    config = json.loads((path / "config.json").read_text())
+    for section, values in fields.items():
+      config.setdefault(section, {}).update(values)
+    (path / "config.json").write_text(json.dumps(config))
+  groups = group_entries(load(paths, quiet))
+  assert [len(g.entries) for g in groups] == [2, 1]
