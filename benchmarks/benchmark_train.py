@@ -88,7 +88,8 @@ def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=No
   {"xla_gpu_dot_merger_threshold_mb": 0}, or {}), compiled ahead for `example_batch` when
   `compiler_options` is given, and a fresh state unless `state` (of the same structure) is given."""
   tx = optimizer_lib.make(config.train)
-  spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx)
+  spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx,
+                        optimizer_over_data=sharding_lib.optimizer_over_data(config))
   if state is None:
     state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
   options = train_settings.Train.from_config(config).compiler_options(jax.default_backend())
@@ -96,7 +97,8 @@ def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=No
       spec.graphdef, spec.shardings, sharding_lib.batch_sharding(mesh),
       sharding_lib.replicated(mesh), optimizer_lib.schedule(config.train),
       rng_seed=0 if spec.needs_rng else None,
-      compiler_options={**options, **dict(compiler_options or {})})
+      compiler_options={**options, **dict(compiler_options or {})},
+      grad_shardings=spec.grad_shardings)
   if compiler_options is not None:
     train_step = train_step.lower(state, example_batch).compile()
   return train_step, state

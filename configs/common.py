@@ -184,4 +184,6 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.mesh = ml_collections.ConfigDict()
   c.mesh.shape = {"data": -1, "fsdp": 1, "tensor": 1}  # -1 = the rest of the devices
   c.mesh.rules = MESH_RULES
+  # AdamW's moments and update split over `data` too (ZeRO stage 1, sharding.optimizer_rules).
+  c.mesh.shard_optimizer_over_data = False
   return c

@@ -119,6 +119,27 @@ def logical_to_spec(names: Sequence[str | None], shape: Sequence[int],
   return PartitionSpec(*spec)
 
 
+def optimizer_rules(rules: Iterable, over_data: bool) -> tuple:
+  """The rules of the optimizer state: the parameters' `rules`, with `embed` also split over
+  `data` when `over_data` (`config.mesh.shard_optimizer_over_data`).
+
+  Data parallelism alone replicates AdamW's moments and its update on every device; splitting
+  them over `data` (ZeRO stage 1) leaves each device 1/data of the update's passes over the
+  float32 state, and turns the gradient all-reduce into a reduce-scatter, with the updated
+  parameters all-gathered after it: the same bytes on the wire. The parameters and the
+  forward / backward pass are unchanged, so the numbers are too.
+  """
+  rules = normalize_rules(rules)
+  if over_data and "data" not in rules.get("embed", ()):
+    rules["embed"] = rules.get("embed", ()) + ("data",)
+  return tuple(rules.items())
+
+
+def optimizer_over_data(config) -> bool:
+  """`config.mesh.shard_optimizer_over_data` (False where a config predates it)."""
+  return bool(config.mesh.get("shard_optimizer_over_data", False))
+
+
 def _logical_names(variable: nnx.Variable) -> tuple[str | None, ...] | None:
   metadata = variable.get_metadata()
   for key in _METADATA_KEYS:

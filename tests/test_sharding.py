@@ -94,3 +94,34 @@ def test_state_shardings_cover_every_leaf_of_model_and_optimizer():
   mu = pure[1]["opt_state"][0]["mu"]  # Adam's first moment mirrors the parameters
   assert jax.tree.map(lambda s: s.spec, mu) == jax.tree.map(lambda s: s.spec, pure[0])
   assert pure[1]["step"].spec == P()
+
+
+def test_optimizer_over_data_splits_moments_and_gradients_but_not_parameters():
+  """ZeRO stage 1: Adam's moments and the gradients that update them gain the `data` axis
+  on `embed`; the parameters keep the rules' layout; a dimension `data` does not divide
+  (a [layers, 1] array here: none) stays replicated."""
+  config = common.model("tiny")
+
+  def build():
+    with nnx.use_eager_sharding(False):
+      model = models.build(config, 40, rngs=nnx.Rngs(0))
+      return model, nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+
+  abstract = nnx.eval_shape(build)
+  _, state = nnx.split(abstract)
+  mesh = abstract_mesh(data=2, fsdp=1, tensor=1)
+  plain, no_grads = models.state.shardings(abstract, state, mesh, common.MESH_RULES)
+  split, grads = models.state.shardings(abstract, state, mesh, common.MESH_RULES,
+                                        optimizer_over_data=True)
+  assert no_grads is None
+  pure = lambda tree: tree if isinstance(tree, dict) else nnx.to_pure_dict(tree)
+  specs = lambda tree: [s.spec for s in jax.tree.leaves(pure(tree))]
+  assert specs(split[0]) == specs(plain[0]) and "data" not in str(specs(split[0]))
+  mu = nnx.to_pure_dict(split[1])["opt_state"][0]["mu"]
+  assert specs(mu) == specs(grads)
+  embed = nnx.to_pure_dict(grads)["embed"]["table"].spec  # [vocab, embed]
+  assert embed == P(None, "data")
+  assert all("data" in str(s) for s in specs(mu))  # every parameter has an `embed` axis
+  assert nnx.to_pure_dict(split[1])["step"].spec == P()
+  assert sharding.optimizer_rules(common.MESH_RULES, over_data=False) == tuple(
+      sharding.normalize_rules(common.MESH_RULES).items())

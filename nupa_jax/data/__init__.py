@@ -51,6 +51,9 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   num_workers     grain worker processes (mp_prefetch); 0 = generate in this process; -1
                   (default) = auto: 0 on a CPU-only process, else min(6 per local
                   accelerator, usable CPUs - 1) (data/workers.py says why).
+  device_prefetch batches a background thread takes from grain and places on the devices
+                  ahead of the training step (default 2); 0 = the training loop places each
+                  batch itself, between steps.
   exclude_test    never emit a frozen test question (default True) ...
   test_seed       ... of the test set built with this seed ...
   test_per_length ... and this many questions per task and length (the benchmark's 1000).

@@ -11,7 +11,9 @@ enough to resume (with any number of processes) exactly where a run stopped.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Mapping
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import grain
@@ -33,6 +35,7 @@ from nupa_jax.text import SampleEncoder
 SPLITS = {"train": stream_lib.TRAIN, "validation": stream_lib.VALIDATION}
 _PREFETCH = 4  # batches each producer (this process or a grain worker) keeps ready
 _ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a length)
+_JOIN_SECONDS = 10  # how long close() waits for a prefetch thread inside grain's next()
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
@@ -41,27 +44,89 @@ def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
   return runmode.text_mode(config).encoder(config)
 
 
+class _Prefetch:
+  """`produce()` called on a daemon thread, up to `depth` results ahead of `next()`.
+
+  The producer's exceptions (StopIteration included) reach the consumer in order; `close()`
+  stops the thread at its next result.
+  """
+
+  def __init__(self, produce: Callable[[], Any], depth: int):
+    self._queue: queue.Queue = queue.Queue(maxsize=depth)
+    self._closed = threading.Event()
+    self._error: BaseException | None = None
+    self._thread = threading.Thread(target=self._run, args=(produce,), daemon=True,
+                                    name="device-prefetch")
+    self._thread.start()
+
+  def _run(self, produce: Callable[[], Any]) -> None:
+    while not self._closed.is_set():
+      try:
+        item = (produce(), None)
+      except BaseException as e:  # pylint: disable=broad-except  (handed to the consumer)
+        item = (None, e)
+      while not self._closed.is_set():
+        try:
+          self._queue.put(item, timeout=0.1)
+          break
+        except queue.Full:
+          continue
+      if item[1] is not None:
+        return
+
+  def next(self) -> Any:
+    if self._error is not None:  # the producer has stopped: StopIteration or its failure
+      raise self._error
+    value, self._error = self._queue.get()
+    if self._error is not None:
+      raise self._error
+    return value
+
+  def close(self) -> None:
+    self._closed.set()
+    self._thread.join(timeout=_JOIN_SECONDS)
+
+
 class BatchIterator(Iterator[dict[str, Any]]):
-  """Batches of one split from a start index; `state()` is the next global batch index."""
+  """Batches of one split from a start index; `state()` is the next global batch index.
+
+  With a sharding and `device_prefetch` > 0, a background thread takes batches from grain and
+  places them on the devices up to `device_prefetch` batches ahead of the training loop: the
+  copy out of grain's workers and the host-to-device transfers then overlap the step instead
+  of stalling the loop between steps. The batches and their order are the same either way;
+  `state()` counts the batches handed out, not those prefetched.
+  """
 
   def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
                sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
-               num_samples: int):
+               num_samples: int, device_prefetch: int = 0):
     self._iterator = iter(dataset)
     self._next, self._stop = start, stop
     self._sharding, self._global_shape = sharding, global_shape
     self._num_samples = num_samples
     self._stats: dict[str, int] = {}
+    self._prefetch = None
+    if sharding is not None and device_prefetch > 0:
+      self._prefetch = _Prefetch(lambda: self._placed(*next(self._iterator)), device_prefetch)
+
+  def _placed(self, arrays: dict, stats: dict) -> tuple[dict, dict]:
+    """A host batch as global arrays on the devices (one batched transfer in one process)."""
+    if self._sharding is None:
+      return arrays, stats
+    if jax.process_count() == 1:
+      return jax.device_put(arrays, self._sharding), stats
+    return {name: jax.make_array_from_process_local_data(
+        self._sharding, value, self._global_shape) for name, value in arrays.items()}, stats
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:
       raise StopIteration
-    arrays, stats = next(self._iterator)
+    if self._prefetch is not None:
+      arrays, stats = self._prefetch.next()
+    else:
+      arrays, stats = self._placed(*next(self._iterator))
     self._next += 1
     batches.add_stats(self._stats, stats)
-    if self._sharding is not None:
-      arrays = {name: jax.make_array_from_process_local_data(
-          self._sharding, value, self._global_shape) for name, value in arrays.items()}
     return {**arrays, "num_samples": self._num_samples}
 
   def state(self) -> int:
@@ -76,7 +141,10 @@ class BatchIterator(Iterator[dict[str, Any]]):
     return out
 
   def close(self) -> None:
-    """Stops grain's worker processes (also done when the iterator is collected)."""
+    """Stops the prefetch thread and grain's worker processes (also done when the iterator is
+    collected)."""
+    if self._prefetch is not None:
+      self._prefetch.close()
     close = getattr(self._iterator, "close", None)
     if close is not None:
       close()
@@ -194,7 +262,8 @@ class Pipeline:
     rows = self.local_rows(sharding, process_index, process_count)
     dataset = self.dataset(split, start, stop, rows, num_workers)
     samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
-    return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples)
+    return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
+                         self.settings.device_prefetch)
 
   def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
                      start_step: int = 0, *, process_index: int | None = None,

@@ -37,6 +37,7 @@ _DEFAULTS = dict(
     seq_len=0,
     samples_per_row=16,
     num_workers=workers_lib.AUTO,
+    device_prefetch=2,
     exclude_test=True,
     test_seed=0,
     test_per_length=1000,
@@ -60,6 +61,9 @@ class Settings:
   loss_on_padding: bool
   seq_len: int  # 0: sized from a probe of the stream (batches.py)
   num_workers: int  # workers_lib.AUTO: resolved by the pipeline (data/workers.py)
+  # Batches a background thread places on the devices ahead of the step (pipeline.py); 0: the
+  # training loop places each batch itself.
+  device_prefetch: int
   exclude_test: bool
   test_seed: int
   test_per_length: int
@@ -99,6 +103,8 @@ class Settings:
       raise ValueError(f"config.data.pool_size must be None (infinite) or >= 1, got {pool_size}")
     if int(data["seq_len"]) < 0:
       raise ValueError("config.data.seq_len must be >= 0 (0 = auto)")
+    if int(data["device_prefetch"]) < 0:
+      raise ValueError("config.data.device_prefetch must be >= 0 (0 = no prefetch thread)")
     if int(data["num_workers"]) < workers_lib.AUTO:
       raise ValueError(f"config.data.num_workers must be >= 0 or {workers_lib.AUTO} (auto: "
                        f"from the devices and CPUs)")
@@ -108,6 +114,7 @@ class Settings:
         batch_size=batch_size, packing=data["packing"], samples_per_row=samples_per_row,
         loss_on_padding=bool(data["loss_on_padding"]),
         seq_len=int(data["seq_len"]), num_workers=int(data["num_workers"]),
+        device_prefetch=int(data["device_prefetch"]),
         exclude_test=bool(data["exclude_test"]), test_seed=int(data["test_seed"]),
         test_per_length=int(data["test_per_length"]))
 

@@ -82,9 +82,11 @@ def spec(config, mesh: jax.sharding.Mesh, *, seed: int = 0,
   abstract = nnx.eval_shape(lambda: build(config, seed, tx))
   model = abstract[0] if tx is not None else abstract
   graphdef, state = nnx.split(abstract)
-  return state_lib.StateSpec(graphdef, state,
-                             sharding_lib.state_shardings(state, mesh, config.mesh.rules),
-                             model.requires_rng(), frozenset(model.posenc.inputs))
+  state_shardings, grad_shardings = state_lib.shardings(
+      abstract, state, mesh, config.mesh.rules,
+      optimizer_over_data=sharding_lib.optimizer_over_data(config))
+  return state_lib.StateSpec(graphdef, state, state_shardings, model.requires_rng(),
+                             frozenset(model.posenc.inputs), grad_shardings)
 
 
 def initialise(state_spec: state_lib.StateSpec, config, *, seed: int = 0,

@@ -9,6 +9,7 @@ from flax import nnx
 
 from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import runmode
+from nupa_jax import sharding as sharding_lib
 from nupa_jax.models import state as state_lib
 
 
@@ -20,7 +21,8 @@ class Scratch(runmode.ModelSource):
     return not config.get("pretrained")
 
   def state_spec(self, config, vocab_size, mesh, *, seed, tx=None):
-    return state_lib.spec(config.model, vocab_size, mesh, config.mesh.rules, seed=seed, tx=tx)
+    return state_lib.spec(config.model, vocab_size, mesh, config.mesh.rules, seed=seed, tx=tx,
+                          optimizer_over_data=sharding_lib.optimizer_over_data(config))
 
   def initial_state(self, spec, config, vocab_size, mesh, *, seed, tx=None):
     state = state_lib.initialise(spec, config.model, vocab_size, seed=seed, tx=tx)

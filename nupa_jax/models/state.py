@@ -26,6 +26,25 @@ class StateSpec:
   shardings: nnx.State
   needs_rng: bool  # the model's training pass draws random numbers (PE randomisation, dropout)
   feature_names: frozenset[str]  # per-token inputs the positional encoding reads
+  # Where the train step puts the gradients: the optimizer state's layout when it differs from
+  # the parameters' (`config.mesh.shard_optimizer_over_data`); None = the parameters'.
+  grad_shardings: nnx.State | None = None
+
+
+def shardings(abstract, state: nnx.State, mesh, rules, *, optimizer_over_data: bool = False
+              ) -> tuple[nnx.State, nnx.State | None]:
+  """(state shardings, gradient shardings) of the abstract model or (model, optimizer).
+
+  With `optimizer_over_data` the optimizer state, and the gradients that update it, are split
+  over `data` too (`sharding.optimizer_rules`); the parameters keep `rules`.
+  """
+  out = sharding_lib.state_shardings(state, mesh, rules)
+  if not (optimizer_over_data and isinstance(abstract, tuple)):
+    return out, None
+  model, optimizer = abstract
+  rules = sharding_lib.optimizer_rules(rules, over_data=True)
+  out[1] = sharding_lib.state_shardings(state[1], mesh, rules)
+  return out, sharding_lib.state_shardings(nnx.state(model, optimizer.wrt), mesh, rules)
 
 
 def _build(model_config, vocab_size: int, seed: int, tx: optax.GradientTransformation | None):
@@ -37,13 +56,16 @@ def _build(model_config, vocab_size: int, seed: int, tx: optax.GradientTransform
 
 
 def spec(model_config, vocab_size: int, mesh, rules, *, seed: int = 0,
-         tx: optax.GradientTransformation | None = None) -> StateSpec:
+         tx: optax.GradientTransformation | None = None,
+         optimizer_over_data: bool = False) -> StateSpec:
   """The StateSpec of the model (with an optimizer state when `tx` is given)."""
   abstract = nnx.eval_shape(lambda: _build(model_config, vocab_size, seed, tx))
   model = abstract[0] if tx is not None else abstract
   graphdef, state = nnx.split(abstract)
-  return StateSpec(graphdef, state, sharding_lib.state_shardings(state, mesh, rules),
-                   model.requires_rng(), frozenset(model.posenc.inputs))
+  state_shardings, grad_shardings = shardings(abstract, state, mesh, rules,
+                                              optimizer_over_data=optimizer_over_data)
+  return StateSpec(graphdef, state, state_shardings, model.requires_rng(),
+                   frozenset(model.posenc.inputs), grad_shardings)
 
 
 def initialise(state_spec: StateSpec, model_config, vocab_size: int, *, seed: int = 0,

@@ -46,7 +46,8 @@ def _mean_loss(model, batch, rng):
 
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
-                    wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None):
+                    wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None,
+                    grad_shardings=None):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -56,7 +57,9 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   from `fold_in(key(rng_seed), s)`, so a resumed run repeats the same draws.
   metrics: loss, grad_norm (before clipping), learning_rate (used by this step), tokens
   (non-padding tokens), answer_tokens. `compiler_options`: XLA options of the step's program
-  (`Train.compiler_options`).
+  (`Train.compiler_options`). `grad_shardings` (`StateSpec.grad_shardings`): where the
+  gradients are reduced to, the optimizer state's split over `data` (a reduce-scatter instead
+  of an all-reduce); None leaves them as the parameters.
   """
 
   def train_step(state, batch):
@@ -66,6 +69,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
     grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
     (loss, answer_tokens), grads = grad_fn(model, batch, rng)
+    if grad_shardings is not None:
+      grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
     optimizer.update(model, grads)
     metrics = {
         "loss": loss,

@@ -209,7 +209,8 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   train_step = step_lib.make_train_step(
       run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt,
-      compiler_options=run.train.compiler_options(jax.default_backend()))
+      compiler_options=run.train.compiler_options(jax.default_backend()),
+      grad_shardings=run.spec.grad_shardings)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated)
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding) as it:

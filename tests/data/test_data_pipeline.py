@@ -2,6 +2,7 @@
 import collections
 import itertools
 
+import jax
 import numpy as np
 import pytest
 
@@ -205,3 +206,45 @@ def test_tight_rows_replace_overflowing_samples_and_keep_exact_counts():
       assert len(segments) == 8
       assert all(a + b == c for a, b, c in
                  (data_testing.addition(tight.encoder, s) for s in segments))
+
+
+def test_device_prefetch_hands_out_the_same_batches_and_counts_only_those_taken():
+  """A prefetch thread two batches ahead: the same global arrays in the same order as the
+  loop placing each batch itself; `state()` and the stats count what was handed out; a
+  finite iterator ends (and stays ended) the same way; close() stops the thread."""
+  mesh = jax.make_mesh((1,), ("data",))
+  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  plain = data.Pipeline(data_testing.config(device_prefetch=0))
+  ahead = data.Pipeline(data_testing.config(device_prefetch=2))
+  with plain.train_iterator(sharding, start_step=3) as a, \
+       ahead.train_iterator(sharding, start_step=3) as b:
+    first, second = take(a, 4), take(b, 4)
+    assert isinstance(second[0]["inputs"], jax.Array)
+    assert_same([{k: np.asarray(v) for k, v in x.items()} for x in first],
+                [{k: np.asarray(v) for k, v in x.items()} for x in second])
+    assert a.state() == b.state() == 7
+    assert a.stats() == b.stats()
+    thread = b._prefetch._thread  # pylint: disable=protected-access
+  assert not thread.is_alive()
+  with ahead.val_iterator(2, sharding) as validation:
+    assert len(list(validation)) == 2
+    with pytest.raises(StopIteration):
+      next(validation)
+
+
+def test_a_failure_of_the_prefetch_producer_reaches_the_consumer_in_order():
+  from nupa_jax.data import pipeline as pipeline_lib  # pylint: disable=import-outside-toplevel
+  calls = itertools.count()
+
+  def produce():
+    n = next(calls)
+    if n == 2:
+      raise ValueError("batch 2 failed")
+    return n
+
+  prefetch = pipeline_lib._Prefetch(produce, depth=2)  # pylint: disable=protected-access
+  assert [prefetch.next(), prefetch.next()] == [0, 1]
+  for _ in range(2):  # raised again on every later call, never a hang
+    with pytest.raises(ValueError, match="batch 2 failed"):
+      prefetch.next()
+  prefetch.close()

@@ -32,7 +32,10 @@ def test_times_a_whole_evaluation_and_each_tier(tmp_path):
   # add_int reuses it; max_int's batch has 4 rows, a program of its own.
   assert (whole["batches"], whole["rows"], whole["generate_compiles"]) == (2, 6, 1)
   assert [tiers[name]["generate_compiles"] for name in ("20", "100")] == [0, 1]
-  assert whole["compile_wall_s"] > 0 and tiers["20"]["compile_wall_s"] < 0.01
+  # A tier that compiles nothing spends a small part of the whole's compile time (thread
+  # start-up, longer on a loaded machine).
+  assert whole["compile_wall_s"] > 0
+  assert tiers["20"]["compile_wall_s"] < 0.1 * whole["compile_wall_s"]
   for entry in (whole, *tiers.values()):  # both rounded
     assert entry["questions_per_s"] == pytest.approx(entry["questions"] / entry["seconds"],
                                                      rel=0.05)

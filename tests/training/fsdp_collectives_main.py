@@ -1,7 +1,11 @@
-"""Prints, as JSON, the collectives of the compiled FSDP train step of the micro config.
+"""Prints, as JSON, the collectives of the compiled train step of the micro config on a mesh.
 
-Run in a subprocess with 2 fake CPU devices (test_training_sharding.py): the device count
-must be fixed before jax initialises. Output: {"rows", "seq_len", "collectives": [[op,
+    fsdp_collectives_main.py [fsdp|data|zero1]
+
+`fsdp` (default): parameters split over fsdp; `data`: data parallel; `zero1`: data parallel
+with the optimizer state split over data (`mesh.shard_optimizer_over_data`). Run in a subprocess with 2 fake CPU
+devices (test_training_sharding.py): the device count must be fixed before jax initialises.
+Output: {"rows", "seq_len", "collectives": [[op,
 [shape, ...]], ...]} with every array operand's shape of every collective in the optimized HLO.
 """
 import json
@@ -20,19 +24,25 @@ from nupa_jax.training import step as step_lib
 COLLECTIVE = re.compile(r"= (.+?) (all-gather|all-reduce|reduce-scatter|all-to-all|"
                         r"collective-permute)(?:-start)?\(")
 SHAPE = re.compile(r"[a-z0-9]+\[([0-9,]*)\]")
+MESHES = {
+    "fsdp": {"mesh.shape": {"data": 1, "fsdp": -1, "tensor": 1}},
+    "data": {"mesh.shape": {"data": -1, "fsdp": 1, "tensor": 1}},
+    "zero1": {"mesh.shape": {"data": -1, "fsdp": 1, "tensor": 1},
+              "mesh.shard_optimizer_over_data": True},
+}
 
 
-def main() -> None:
-  config = training_testing.micro_config(**{"mesh.shape": {"data": 1, "fsdp": -1, "tensor": 1},
-                                            "model.num_layers": 2})
+def main(mesh_name: str) -> None:
+  config = training_testing.micro_config(**MESHES[mesh_name], **{"model.num_layers": 2})
   mesh = sharding.make_mesh(config.mesh.shape)
   pipeline = data_lib.Pipeline(config)
   tx = optimizer.make(config.train)
   spec = state_lib.spec(config.model, pipeline.encoder.vocab_size, mesh, config.mesh.rules,
-                        tx=tx)
+                        tx=tx, optimizer_over_data=sharding.optimizer_over_data(config))
   batch_sh = sharding.batch_sharding(mesh)
   train_step = step_lib.make_train_step(spec.graphdef, spec.shardings, batch_sh,
-                                        sharding.replicated(mesh), optimizer.schedule(config.train))
+                                        sharding.replicated(mesh), optimizer.schedule(config.train),
+                                        grad_shardings=spec.grad_shardings)
   state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                        spec.abstract, spec.shardings)
   with pipeline.train_iterator(None, 0) as batches:
@@ -51,4 +61,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-  main()
+  main(sys.argv[1] if len(sys.argv) > 1 else "fsdp")

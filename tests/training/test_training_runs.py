@@ -26,18 +26,24 @@ def step_records(workdir: pathlib.Path) -> list[dict]:
 
 
 def test_sharded_run_matches_single_device(tmp_path):
-  """Mesh data 2 x fsdp 2 x tensor 2 on 8 fake devices: the same losses as one device."""
+  """Mesh data 2 x fsdp 2 x tensor 2 on 8 fake devices, and data parallel on 2 with the
+  optimizer state split over data: the same losses as one device."""
   steps = {"train.steps": 4}
   training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "one", **steps))
   mesh = {"mesh.shape.data": 2, "mesh.shape.fsdp": 2, "mesh.shape.tensor": 2}
   eight = training_testing.run("nupa_jax.train", training_testing.micro_args(
       tmp_path / "eight", **steps, **mesh), devices=8)
   assert "mesh {'data': 2, 'fsdp': 2, 'tensor': 2}" in eight.stdout
-  one, eight = step_records(tmp_path / "one"), step_records(tmp_path / "eight")
-  assert [r["step"] for r in one] == [r["step"] for r in eight] == [1, 2, 3, 4]
-  for a, b in zip(one, eight):
-    np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
-                               rtol=2e-5)
+  training_testing.run("nupa_jax.train", training_testing.micro_args(
+      tmp_path / "zero1", **steps, **{"mesh.shard_optimizer_over_data": True}), devices=2)
+  one = step_records(tmp_path / "one")
+  assert [r["step"] for r in one] == [1, 2, 3, 4]
+  for other in ("eight", "zero1"):
+    records = step_records(tmp_path / other)
+    assert [r["step"] for r in records] == [1, 2, 3, 4]
+    for a, b in zip(one, records):
+      np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
+                                 rtol=2e-5)
   assert one[-1]["loss"] < one[0]["loss"]
   schedule = optimizer.schedule(training_testing.micro_config(**steps).train)
   assert [r["learning_rate"] for r in one] == pytest.approx(

@@ -12,14 +12,19 @@ import sys
 import training_testing
 
 
-def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations():
-  result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py"],
+def _collectives(mesh: str) -> dict:
+  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices."""
+  result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", mesh],
                           cwd=training_testing.ROOT, env=dict(
                               training_testing.env(devices=2),
                               PYTHONPATH=f"{training_testing.ROOT}:{training_testing.ROOT}/tests/training"),
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
-  report = json.loads(result.stdout)
+  return json.loads(result.stdout)
+
+
+def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations():
+  report = _collectives("fsdp")
   rows, seq_len = report["rows"], report["seq_len"]
   ops = [(op, shape) for op, shapes in report["collectives"] for shape in shapes]
   activation_sized = [(op, s) for op, s in ops if len(s) >= 2 and s[:2] in (
@@ -30,3 +35,16 @@ def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations():
       activation_sized
   gathered = [s for op, s in ops if op == "all-gather" and len(s) == 2]
   assert gathered, "no parameter all-gathers: the parameters are not FSDP-sharded"
+
+
+def test_optimizer_over_data_updates_shards_and_gathers_the_new_parameters():
+  """Data parallel with `mesh.shard_optimizer_over_data`: each device updates its half of the
+  parameters (with its half of the moments) and the step all-gathers the updated parameters;
+  without the option a data-parallel step gathers no parameter."""
+  def parameter_gathers(report):
+    return [s for op, shapes in report["collectives"] for s in shapes
+            if op == "all-gather" and len(s) >= 2 and s[:2] != [report["rows"], report["seq_len"]]
+            and s[:1] != [report["rows"]]]
+
+  assert parameter_gathers(_collectives("zero1"))
+  assert not parameter_gathers(_collectives("data"))
