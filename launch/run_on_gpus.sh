@@ -22,20 +22,42 @@
 # names are looked up; a sweep does not start with MIN_SECONDS (default 30) or less left. Exit
 # status 1 when a sweep failed (a run in it failed) or does not exist; one cut by the deadline
 # has not failed.
+# EVAL_CUT=S keeps the last S seconds for the runs the deadline cut: training stops S seconds
+# before SECONDS, and each cut run without an evaluation is evaluated from the checkpoint it
+# saved at the stop (`nupa_jax.evaluate --checkpoint=latest`) into its eval/latest.json, whose
+# `_meta.step` says how far it got (`CUT=1 launch/collect.sh` takes such runs). A run whose
+# schedule is nearly done by then gives a usable result instead of none when the job ends.
 set -uo pipefail
 seconds=${1:?usage: run_on_gpus.sh SECONDS ROOT ARCHIVE QUEUE [QUEUE ...]}
 root=${2:?missing ROOT}
 archive=${3:?missing ARCHIVE}
 shift 3
 [ $# -gt 0 ] || { echo "run_on_gpus.sh: no queues given" >&2; exit 2; }
-here=${SWEEPS_DIR:-$(cd "$(dirname "$0")/../docs/results" && pwd)}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+here=${SWEEPS_DIR:-$repo/docs/results}
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$#" -gt "$gpus" ]; then
   echo "run_on_gpus.sh: $# queues but $gpus GPUs" >&2
   exit 2
 fi
 deadline=$(( $(date +%s) + seconds ))
+train_deadline=$(( deadline - ${EVAL_CUT:-0} ))
 mkdir -p "$root"
+
+# Evaluates, on GPU(s) $1, the runs under $2 that were cut without an evaluation.
+evaluate_cut() {
+  local gpu=$1 dir=$2 run left
+  for run in "$dir"/*/; do
+    run=${run%/}
+    [ -d "$run/checkpoints" ] && [ ! -f "$run/eval/latest.json" ] || continue
+    left=$(( deadline - $(date +%s) ))
+    [ "$left" -gt 0 ] || return 0
+    echo "GPU $gpu: evaluating cut run $run ($left s left)"
+    (cd "$repo" && CUDA_VISIBLE_DEVICES="$gpu" timeout -s TERM "$left" "${PYTHON:-python3}" -m \
+        nupa_jax.evaluate --workdir="$run" --checkpoint=latest --out="$run/eval/latest.json") \
+      >>"$dir.cut_eval.log" 2>&1 || echo "GPU $gpu: evaluation of $run failed (see $dir.cut_eval.log)" >&2
+  done
+}
 
 # Runs one `[VAR=VALUE ...] SWEEP` item on GPU $1 until the deadline.
 run_item() {
@@ -56,7 +78,7 @@ run_item() {
     if [[ "$v" == CUDA_VISIBLE_DEVICES=* ]]; then gpu=${v#*=}; else name+="_${v#*=}"; fi
   done
   name=${name//,/-}
-  left=$(( deadline - $(date +%s) ))
+  left=$(( train_deadline - $(date +%s) ))
   if [ "$left" -le "${MIN_SECONDS:-30}" ]; then
     echo "GPU $gpu: no time left for $name" >&2
     return 0
@@ -67,6 +89,7 @@ run_item() {
     >"$root/$name.out" 2>&1 || status=$?
   echo "GPU $gpu: $name exited with status $status ($(tail -n 1 "$root/$name.out"))"
   [ "$status" -eq 124 ] || return "$status"  # 124: cut by the deadline, not a failure
+  if [ -n "${EVAL_CUT:-}" ]; then evaluate_cut "$gpu" "$root/$name"; fi
 }
 
 gpu=0

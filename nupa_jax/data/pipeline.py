@@ -87,6 +87,17 @@ class _Prefetch:
     self._thread.join(timeout=_JOIN_SECONDS)
 
 
+def _placed(arrays: dict, stats: dict, sharding: jax.sharding.Sharding | None,
+            global_shape: tuple[int, int]) -> tuple[dict, dict]:
+  """A host batch as global arrays on the devices (one batched transfer in one process)."""
+  if sharding is None:
+    return arrays, stats
+  if jax.process_count() == 1:
+    return jax.device_put(arrays, sharding), stats
+  return {name: jax.make_array_from_process_local_data(sharding, value, global_shape)
+          for name, value in arrays.items()}, stats
+
+
 class BatchIterator(Iterator[dict[str, Any]]):
   """Batches of one split from a start index; `state()` is the next global batch index.
 
@@ -107,16 +118,11 @@ class BatchIterator(Iterator[dict[str, Any]]):
     self._stats: dict[str, int] = {}
     self._prefetch = None
     if sharding is not None and device_prefetch > 0:
-      self._prefetch = _Prefetch(lambda: self._placed(*next(self._iterator)), device_prefetch)
-
-  def _placed(self, arrays: dict, stats: dict) -> tuple[dict, dict]:
-    """A host batch as global arrays on the devices (one batched transfer in one process)."""
-    if self._sharding is None:
-      return arrays, stats
-    if jax.process_count() == 1:
-      return jax.device_put(arrays, self._sharding), stats
-    return {name: jax.make_array_from_process_local_data(
-        self._sharding, value, self._global_shape) for name, value in arrays.items()}, stats
+      # The thread holds the grain iterator, not this object, so that an iterator nobody
+      # closes is still collected (and its thread and workers stopped) when dropped.
+      grain_iterator = self._iterator
+      self._prefetch = _Prefetch(
+          lambda: _placed(*next(grain_iterator), sharding, global_shape), device_prefetch)
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:
@@ -124,7 +130,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
     if self._prefetch is not None:
       arrays, stats = self._prefetch.next()
     else:
-      arrays, stats = self._placed(*next(self._iterator))
+      arrays, stats = _placed(*next(self._iterator), self._sharding, self._global_shape)
     self._next += 1
     batches.add_stats(self._stats, stats)
     return {**arrays, "num_samples": self._num_samples}
@@ -148,6 +154,10 @@ class BatchIterator(Iterator[dict[str, Any]]):
     close = getattr(self._iterator, "close", None)
     if close is not None:
       close()
+
+  def __del__(self):
+    if getattr(self, "_prefetch", None) is not None:
+      self._prefetch.close()
 
   def __enter__(self) -> BatchIterator:
     return self

@@ -248,3 +248,16 @@ def test_a_failure_of_the_prefetch_producer_reaches_the_consumer_in_order():
     with pytest.raises(ValueError, match="batch 2 failed"):
       prefetch.next()
   prefetch.close()
+
+
+def test_a_prefetching_iterator_nobody_closes_stops_its_thread_when_dropped():
+  import gc  # pylint: disable=import-outside-toplevel
+  mesh = jax.make_mesh((1,), ("data",))
+  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  iterator = data.Pipeline(data_testing.config(device_prefetch=2)).train_iterator(sharding)
+  next(iterator)
+  thread = iterator._prefetch._thread  # pylint: disable=protected-access
+  del iterator
+  gc.collect()
+  thread.join(timeout=5)
+  assert not thread.is_alive()

@@ -160,3 +160,32 @@ def test_sweeps_are_looked_up_in_docs_results_by_default(machine):
   result = _run(env, "60", str(tmp_path / "r"), str(tmp_path / "a.tgz"), "no_such_experiment")
   assert result.returncode == 1
   assert f"no sweep file {ROOT}/docs/results/no_such_experiment\n" in result.stderr
+
+
+def test_eval_cut_evaluates_a_cut_run_from_its_stop_checkpoint(machine):
+  """EVAL_CUT=S: the sweep is stopped S seconds early, then its cut run (a checkpoint, no
+  eval/latest.json) is evaluated on the queue's GPU into eval/latest.json; a run that has its
+  evaluation or no checkpoint is left alone."""
+  tmp_path, env = machine
+  _executable(pathlib.Path(env["SWEEPS_DIR"]) / "cut" / "sweep.sh", """#!/usr/bin/env bash
+mkdir -p "$1/run/checkpoints" "$1/done/checkpoints" "$1/done/eval" "$1/fresh"
+echo final > "$1/done/eval/latest.json"
+trap 'exit 143' TERM
+sleep 30 & wait
+""")
+  python = tmp_path / "python"  # stands in for `python -m nupa_jax.evaluate`
+  _executable(python, """#!/usr/bin/env bash
+for a in "$@"; do case $a in --out=*) out=${a#--out=};; esac; done
+mkdir -p "$(dirname "$out")" && echo "gpu=$CUDA_VISIBLE_DEVICES $*" > "$out"
+""")
+  env.update(EVAL_CUT="4", MIN_SECONDS="1", PYTHON=str(python))
+  root = tmp_path / "r"
+  result = _run(env, "7", str(root), str(tmp_path / "a.tgz"), "exp", "cut", timeout=30)
+  assert result.returncode == 0, result.stderr
+  written = (root / "cut/run/eval/latest.json").read_text()
+  assert written.startswith("gpu=1 -m nupa_jax.evaluate --workdir=")
+  assert "--checkpoint=latest" in written
+  assert (root / "cut/done/eval/latest.json").read_text() == "final\n"
+  assert not (root / "cut/fresh/eval").exists()
+  assert "GPU 1: evaluating cut run" in result.stdout
+  assert (root / "exp/run/eval/latest.json").read_text() == "gpu=0 tasks= seeds=\n"  # done
