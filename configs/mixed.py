@@ -4,13 +4,29 @@ scratch): every task of the registry with equal weight, each trained on lengths 
 frozen test questions themselves never appear in training (the data pipeline excludes them).
 
 Example: `--config=configs/mixed.py:size=tiny,digits=8`.
+
+Arguments besides `size`, `digits` and `seed`: `samples` (training samples, rounded up to whole
+batches; 0 = the preset's steps), `per_length` (test questions per task and length; 0 = the
+preset's), `scoring` (`nupa`: this project's well-learned digit and dlength rules; `paper`:
+the rules the paper's tables were computed with, `learned_digits_rule="official"` and
+`dlength_rule="total"`, for rows placed beside the paper's, docs/results/generalist).
 """
+import math
+
 from configs import common
 from nupa_jax import tasks
 
+SCORING = {
+    "nupa": dict(learned_digits_rule="prefix", dlength_rule="parts"),
+    "paper": dict(learned_digits_rule="official", dlength_rule="total"),
+}
+
 
 def get_config(arg: str | None = None):
-  arg = common.parse_arg(arg, size="100m", digits=0, seed=0)
+  arg = common.parse_arg(arg, size="100m", digits=0, seed=0, samples=0, per_length=0,
+                         scoring="nupa")
+  if arg.scoring not in SCORING:
+    raise ValueError(f"unknown scoring {arg.scoring!r}; known: {', '.join(SCORING)}")
   config = common.base(size=arg.size, seed=arg.seed)
   names = tasks.names()
   cap = lambda tier: min(tier, arg.digits) if arg.digits > 0 else tier
@@ -19,4 +35,10 @@ def get_config(arg: str | None = None):
   config.data.task_digits = {name: (1, cap(tasks.get(name).max_digits)) for name in names
                              if tasks.get(name).max_digits != 20}
   config.eval.digits = (1, 100)
+  if arg.samples:
+    config.train.steps = math.ceil(arg.samples / config.train.batch_size)
+  if arg.per_length:
+    config.eval.per_length = arg.per_length
+  for field, value in SCORING[arg.scoring].items():
+    config.eval[field] = value
   return config

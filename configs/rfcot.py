@@ -9,24 +9,65 @@ response, loss on the response only — and score the answer after "So the answe
 
 Arguments: `model` (`scratch`, or a Hugging Face checkpoint directory), `tokenizer` (`char`,
 `digits` or a tokenizer.json path; from-scratch runs only), `tasks` (`table`: the 22 tasks of
-the paper's tab:rfft_max_length, or names joined by `+`: `add_int+max_sci`), `size` (model preset and training
-settings of configs/common.py), `context` (positions a sample may take; the paper dropped
-samples over 2000 tokens), `per_length` (test questions per task and length; every one
-generates a whole trace), `seed`.
+the paper's tab:rfft_max_length; `rfft`: the four of tab:rfft_performance; or names joined by
+`+`: `add_int+max_sci`), `size` (model preset and training settings of configs/common.py),
+`context` (positions a sample may take; the paper dropped samples over 2000 tokens),
+`per_length` (test questions per task and length; every one generates a whole trace),
+`samples` (training samples, rounded up to whole batches; 0 = the preset's steps), `seed`, and
+`answer`: `rfcot`, or `direct` for the comparison model of the paper's table, a from-scratch
+model of the same size trained on the same tasks and sample budget to answer directly (one-digit
+tokens, packed rows, every length of each task's benchmark range, as the paper's Llama-8B-ft
+saw the whole mixed training set).
 
 The RF-CoT data mode (nupa_jax/rfcot/data.py) turns `config.text.tokenizer = {"name":
 "rfcot", ...}` into one sample a row of `context` positions, cuts each task's lengths
 (`config.data.task_digits`, here every length of the task) to those that fit, and drops and
 counts the samples that still do not.
 """
+import math
+
 from configs import common
 from nupa_jax import tasks
 from nupa_jax.rfcot import cot
 
+# tab:rfft_performance's tasks: add float, multiply fraction, max scientific, mod integer.
+RFFT_TASKS = ("add_float", "multiply_hard_frac", "max_sci", "mod_int")
+ANSWERS = ("rfcot", "direct")
+
+
+def _task_names(spec: str) -> tuple[str, ...]:
+  if spec == "table":
+    return cot.TABLE_TASKS
+  if spec == "rfft":
+    return RFFT_TASKS
+  return tuple(tasks.get(n.strip()).name for n in spec.split("+") if n.strip())
+
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, model="scratch", tokenizer="char", tasks="table", size="100m",
-                         context=2048, per_length=20, seed=0)
+                         context=2048, per_length=20, seed=0, samples=0, answer="rfcot")
+  if arg.answer not in ANSWERS:
+    raise ValueError(f"unknown answer {arg.answer!r}; known: {', '.join(ANSWERS)}")
+  names = _task_names(arg.tasks)
+  config = _rfcot(arg, names) if arg.answer == "rfcot" else _direct(arg, names)
+  config.eval.digits = (1, 100)  # each task's test lengths; samples over the context are left out
+  config.eval.per_length = arg.per_length
+  if arg.samples:
+    config.train.steps = math.ceil(arg.samples / config.train.batch_size)
+  return config
+
+
+def _direct(arg, names):
+  """The direct-answer model: the preset's text settings on the same tasks."""
+  if arg.model != "scratch":
+    raise ValueError("answer=direct trains from scratch: leave `model` at scratch")
+  config = common.base(size=arg.size, seed=arg.seed)
+  config.data.tasks = {name: 1.0 for name in names}
+  config.data.task_digits = {name: (1, tasks.get(name).max_digits) for name in names}
+  return config
+
+
+def _rfcot(arg, names):
   config = common.base(size=arg.size, seed=arg.seed)
   pretrained = arg.model != "scratch"
   # A pretrained model reads its own tokenizer; the pretrained loader builds the model from the
@@ -34,8 +75,6 @@ def get_config(arg: str | None = None):
   config.pretrained = arg.model if pretrained else ""
   config.text.tokenizer = {"name": "rfcot", "context": arg.context,
                            "text_tokenizer": arg.model if pretrained else arg.tokenizer}
-  names = cot.TABLE_TASKS if arg.tasks == "table" else tuple(
-      tasks.get(n.strip()).name for n in arg.tasks.split("+") if n.strip())
   for name in names:
     cot.rule_name(name)  # ValueError for a task without an RF-CoT rule
   config.data.tasks = {name: 1.0 for name in names}
@@ -43,7 +82,5 @@ def get_config(arg: str | None = None):
   config.data.packing = "padded"
   config.data.seq_len = arg.context
   config.model.max_len = arg.context
-  config.eval.digits = (1, 100)  # each task's test lengths; samples over the context are left out
-  config.eval.per_length = arg.per_length
   config.eval.batch_size = 128  # the paper's RF-CoT inference batch (tab:inference_time)
   return config

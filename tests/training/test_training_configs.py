@@ -112,3 +112,39 @@ def test_mixed_family_trains_every_task_up_to_its_tier():
   assert dict(c.data.tasks) == {"all": 1.0}
   assert tuple(c.data.train_digits) == (1, 20)
   assert tuple(c.data.task_digits["max_int"]) == (1, 100)
+
+
+def test_mixed_family_budget_questions_and_the_paper_scoring():
+  mixed = importlib.import_module("configs.mixed")
+  default = mixed.get_config("size=100m")
+  c = mixed.get_config("size=100m,samples=20000000,per_length=100,scoring=paper")
+  assert c.train.steps == 78_125 and c.train.batch_size == 256  # 2x10^7 / 256
+  assert c.eval.per_length == 100 and default.eval.per_length == 1000
+  assert (c.eval.learned_digits_rule, c.eval.dlength_rule) == ("official", "total")
+  assert (default.eval.learned_digits_rule, default.eval.dlength_rule) == ("prefix", "parts")
+  assert default.train.steps == 312_500
+  with pytest.raises(ValueError, match="unknown scoring 'llm'"):
+    mixed.get_config("scoring=llm")
+
+
+def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
+  """tab:rfft_performance from scratch: the RF-CoT model and the direct-answer model train on
+  the same four tasks for the same number of samples and are tested on the same lengths;
+  only the answer (trace vs digits) and the text settings it needs differ."""
+  rfcot = importlib.import_module("configs.rfcot")
+  cot_arm = rfcot.get_config("tasks=rfft,samples=300000,per_length=50")
+  direct = rfcot.get_config("tasks=rfft,samples=300000,per_length=50,answer=direct")
+  plain = common.base(size="100m")
+  assert dict(cot_arm.data.tasks) == dict(direct.data.tasks) == {
+      "add_float": 1.0, "multiply_hard_frac": 1.0, "max_sci": 1.0, "mod_int": 1.0}
+  assert cot_arm.data.task_digits == direct.data.task_digits
+  assert cot_arm.train.steps == direct.train.steps == 1172  # ceil(300,000 / 256)
+  assert tuple(cot_arm.eval.digits) == tuple(direct.eval.digits) == (1, 100)
+  assert cot_arm.eval.per_length == direct.eval.per_length == 50
+  assert cot_arm.text.tokenizer["name"] == "rfcot" and cot_arm.data.packing == "padded"
+  assert direct.text.to_dict() == plain.text.to_dict()
+  assert direct.data.packing == plain.data.packing == "packed"
+  with pytest.raises(ValueError, match="unknown answer 'trace'"):
+    rfcot.get_config("answer=trace")
+  with pytest.raises(ValueError, match="leave `model` at scratch"):
+    rfcot.get_config("answer=direct,model=/ckpt/llama")

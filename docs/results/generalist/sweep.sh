@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Experiment `generalist`: the 0.1B preset trained from scratch on every NUPA task
+# (configs/mixed.py: each task over its own benchmark digit range, the frozen test questions
+# excluded), scored with the rules of the paper's well-learned digit tables (scoring=paper) at
+# 100 test questions per task and length. Budget: SAMPLES (default 1.6x10^7, a third of
+# Llama-8B-ft's ~5x10^7) in one run over all GPUs of a 4-GPU host: ~17 minutes at an estimated
+# 16k samples/s (4x the 4,100 measured on one H200; the 4-GPU rate of this config is not
+# measured), then ~2-4 minutes of evaluation. PE, format and tokenizer: the 100m preset's
+# RoPE, plain format, one-digit tokens (README says why). NUM_WORKERS: grain workers (default
+# 32: the mixture of 53 generators is slower to draw than integer addition alone).
+#
+#   CUDA_VISIBLE_DEVICES=0,1,2,3 docs/results/generalist/sweep.sh SWEEP_DIR [sweep.py flags]
+#
+# SEEDS selects seeds (default 0); rerunning skips finished runs.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+exec "${PYTHON:-python3}" launch/sweep.py \
+  --config="configs/mixed.py:size=100m,samples=${SAMPLES:-16000000},per_length=100,scoring=paper" \
+  --grid "seed=${SEEDS:-0}" \
+  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --config.eval.every=0 --config.checkpoint.every=5000 \
+  --config.data.num_workers="${NUM_WORKERS:-32}" "${@:2}"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Experiment `rfcot` (paper tab:rfft_performance, from scratch): the 0.1B preset trained on the
+# table's four tasks (add_float, multiply_hard_frac, max_sci, mod_int) with rule-following
+# chain-of-thought traces (answer=rfcot) and, at the same sample budget, to answer directly
+# (answer=direct; one-digit tokens, packed rows, each task's whole benchmark range). Traces use
+# the `digits` tokenizer in a 4,096-position context: the paper's 2,000 Llama-3.1 tokens hold
+# far more digits than 2,048 one-digit positions do (README: the context budget table).
+# Budget: SAMPLES (default 150,000) a run, one run per GPU; the RF-CoT arm's rate on a GPU is
+# not measured yet (README).
+#
+#   docs/results/rfcot/sweep.sh SWEEP_DIR [sweep.py flags]
+#
+# ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0); rerunning skips
+# finished runs.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+exec "${PYTHON:-python3}" launch/sweep.py \
+  --config="configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000}" \
+  --grid "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
+  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
