@@ -13,10 +13,7 @@
 #
 # SEEDS selects seeds (default 0); rerunning skips finished runs.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config="configs/mixed.py:size=100m,samples=${SAMPLES:-16000000},per_length=100,scoring=paper" \
-  --grid "seed=${SEEDS:-0}" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --config.eval.every=0 --config.checkpoint.every=5000 \
-  --config.data.num_workers="${NUM_WORKERS:-32}" "${@:2}"
+NUM_WORKERS=${NUM_WORKERS:-32} exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/mixed.py:size=100m,samples=${SAMPLES:-16000000},per_length=100,scoring=paper" \
+  "seed=${SEEDS:-0}" "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" \
+  --config.eval.every=0 --config.checkpoint.every=5000 "${@:2}"

@@ -13,9 +13,7 @@
 # ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0); rerunning skips
 # finished runs.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config="configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000}" \
-  --grid "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000}" \
+  "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
+  "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
