@@ -82,5 +82,13 @@ def _rfcot(arg, names):
   config.data.packing = "padded"
   config.data.seq_len = arg.context
   config.model.max_len = arg.context
+  if not pretrained:
+    # One sample a row of `context` positions makes a step of batch x context tokens, 7-15x
+    # the packed 272-position rows the presets were sized for. A layer of the 100m preset keeps
+    # ~35 KB a token for its backward pass in bf16 (normed input, q / k / v, attention output,
+    # gate / up / their product): 8 layers x 256 rows x 2,048 positions is ~150 GB, more
+    # than an H200 holds (an estimate, not a measurement). Recomputing each layer in the
+    # backward pass keeps only the layer inputs; the gradients are the same.
+    config.model.remat = "full"
   config.eval.batch_size = 128  # the paper's RF-CoT inference batch (tab:inference_time)
   return config

@@ -144,6 +144,8 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
   assert cot_arm.text.tokenizer["name"] == "rfcot" and cot_arm.data.packing == "padded"
   assert direct.text.to_dict() == plain.text.to_dict()
   assert direct.data.packing == plain.data.packing == "packed"
+  # A trace a row: each layer is recomputed in the backward pass (activations would not fit).
+  assert (cot_arm.model.remat, direct.model.remat) == ("full", plain.model.remat)
   with pytest.raises(ValueError, match="unknown answer 'trace'"):
     rfcot.get_config("answer=trace")
   with pytest.raises(ValueError, match="leave `model` at scratch"):
