@@ -4,7 +4,8 @@
 encoder, row length); its iterators are a grain `MapDataset` over global batch indices mapped
 by a `Batcher` for this process's rows, spread over grain worker processes (by default as
 many as this process's devices need: data/workers.py), then turned into one global array per
-field with `jax.make_array_from_process_local_data`.
+field (`jax.device_put` in one process, `jax.make_array_from_process_local_data` across
+several), by default on a background thread a few batches ahead of the training step.
 The iterator's state is the index of the next global batch: the same integer in every process,
 enough to resume (with any number of processes) exactly where a run stopped.
 """
