@@ -1,20 +1,24 @@
 """Per-GPU training throughput of one run spread over 1, 2, 4 GPUs: one process, or one per GPU.
 
     python benchmarks/benchmark_scaling.py [--gpus 1,2,4] [--modes process,per_gpu] \\
-        [--config configs/pe.py:size=0.9b] [--batch_per_gpu 512] [--records 4] \\
-        [--json OUT.json] [-- extra train flags]
+        [--config configs/pe.py:size=0.9b] [--batch_per_gpu 512 | --global_batch 256] \\
+        [--meshes fsdp,data,zero1] [--records 4] [--json OUT.json] [-- extra train flags]
 
 Each measurement is a real `python -m nupa_jax.train` run (the same code path users run, data
-pipeline included) with the model's parameters sharded over all its GPUs (FSDP: mesh
-`data=1, fsdp=-1, tensor=1`) and the global batch growing with the GPUs (`--batch_per_gpu`
-samples each: weak scaling, the per-GPU work stays the same). Modes:
+pipeline included) on one of the `MESHES`: `fsdp` (default) shards the model's parameters over
+all its GPUs (mesh `data=1, fsdp=-1, tensor=1`), `data` replicates them (data parallel),
+`zero1` replicates them and splits the optimizer state over the GPUs
+(`mesh.shard_optimizer_over_data`). The global batch grows with the GPUs (`--batch_per_gpu`
+samples each: weak scaling, the per-GPU work stays the same) or stays `--global_batch` (strong
+scaling: a recipe's batch, such as the paper's 256, spread thinner). Modes:
   process  one process sees N GPUs (CUDA_VISIBLE_DEVICES=0..N-1);
   per_gpu  N processes of one GPU each, started by launch/local.sh (jax.distributed).
 The run logs every `--log_every` steps to train_metrics.jsonl; the first `--warmup` records
 (compilation) are dropped and, once `--records` more are in, the run is stopped (no final
 checkpoint or evaluation is waited for). Throughput = median of those records' tokens_per_s
 (non-padding tokens of the global batch per second of training time), per GPU = / N.
-Efficiency = per-GPU throughput at N / per-GPU throughput of one GPU in one process.
+Efficiency = per-GPU throughput at N / per-GPU throughput of one GPU in one process (of the
+same mesh); speed-up = throughput at N / that of one GPU.
 
 `--platform cpu` runs the same measurements on N fake CPU devices: a check of the mechanics,
 not a measurement.
@@ -37,13 +41,22 @@ METRICS_FILE = "train_metrics.jsonl"  # nupa_jax.training.writers.METRICS_FILE
 MODES = ("process", "per_gpu")
 
 
+# Mesh flags of each layout (`--meshes`).
+MESHES = {
+    "fsdp": ["--config.mesh.shape.data=1", "--config.mesh.shape.fsdp=-1",
+             "--config.mesh.shape.tensor=1"],
+    "data": ["--config.mesh.shape.data=-1", "--config.mesh.shape.fsdp=1",
+             "--config.mesh.shape.tensor=1"],
+    "zero1": ["--config.mesh.shape.data=-1", "--config.mesh.shape.fsdp=1",
+              "--config.mesh.shape.tensor=1", "--config.mesh.shard_optimizer_over_data=True"],
+}
+
+
 def train_flags(config: str, workdir: pathlib.Path, batch: int, log_every: int,
-                extra: list[str]) -> list[str]:
+                extra: list[str], mesh: str = "fsdp") -> list[str]:
   """A training run that logs often and never checkpoints or evaluates before it is stopped."""
   never = 10**9
-  return [f"--config={config}", f"--workdir={workdir}",
-          "--config.mesh.shape.data=1", "--config.mesh.shape.fsdp=-1",
-          "--config.mesh.shape.tensor=1",
+  return [f"--config={config}", f"--workdir={workdir}", *MESHES[mesh],
           f"--config.train.batch_size={batch}", f"--config.train.steps={never}",
           f"--config.train.log_every={log_every}", f"--config.checkpoint.every={never}",
           "--config.eval.every=0", "--config.eval.validation_batches=1", *extra]
@@ -107,6 +120,11 @@ def measure(argv: list[str], env: dict, workdir: pathlib.Path, warmup: int, reco
     log.close()
 
 
+def global_batch(batch_per_gpu: int, fixed: int | None):
+  """Samples per step on n GPUs: `fixed` whatever n (strong scaling), else n x per GPU."""
+  return (lambda n: fixed) if fixed else (lambda n: batch_per_gpu * n)
+
+
 def device_name(platform: str) -> str:
   if platform == "cpu":
     return "CPU (fake devices)"
@@ -123,7 +141,12 @@ def main() -> int:
   parser.add_argument("--gpus", default="1,2,4", help="GPU counts, comma-separated")
   parser.add_argument("--modes", default=",".join(MODES), help="process, per_gpu")
   parser.add_argument("--config", default="configs/pe.py:size=0.9b")
-  parser.add_argument("--batch_per_gpu", type=int, default=512, help="samples per GPU")
+  batch = parser.add_mutually_exclusive_group()
+  batch.add_argument("--batch_per_gpu", type=int, default=512,
+                     help="samples per GPU (weak scaling)")
+  batch.add_argument("--global_batch", type=int,
+                     help="samples per step whatever the GPUs (strong scaling)")
+  parser.add_argument("--meshes", default="fsdp", help=f"of {', '.join(MESHES)}")
   parser.add_argument("--log_every", type=int, default=10, help="steps per log record")
   parser.add_argument("--warmup", type=int, default=1, help="log records dropped first")
   parser.add_argument("--records", type=int, default=4, help="log records measured")
@@ -137,50 +160,63 @@ def main() -> int:
   unknown = sorted(set(modes) - set(MODES))
   if unknown:
     parser.error(f"unknown modes {unknown}; known: {', '.join(MODES)}")
+  meshes = args.meshes.split(",")
+  unknown = sorted(set(meshes) - set(MESHES))
+  if unknown:
+    parser.error(f"unknown meshes {unknown}; known: {', '.join(MESHES)}")
+  if args.global_batch is not None and args.global_batch < 1:
+    parser.error(f"--global_batch must be >= 1, got {args.global_batch}")
+  batch = global_batch(args.batch_per_gpu, args.global_batch)
 
   device = device_name(args.platform)
-  print(f"{device}; config {args.config}; {args.batch_per_gpu} samples per GPU per step; "
-        f"FSDP over all GPUs", flush=True)
+  print(f"{device}; config {args.config}; "
+        + (f"{args.global_batch} samples per step" if args.global_batch else
+           f"{args.batch_per_gpu} samples per GPU per step") + f"; meshes {meshes}", flush=True)
   results = []
   with tempfile.TemporaryDirectory(prefix="nupa_scaling_") as tmp:
-    for mode in modes:
-      for n in counts:
-        if mode == "per_gpu" and n == 1:
-          continue  # one process of one GPU: the same run as mode `process`
-        workdir = pathlib.Path(tmp) / f"{mode}_{n}"
-        flags = train_flags(args.config, workdir, args.batch_per_gpu * n, args.log_every,
-                            extra)
-        argv, env = command(mode, n, args.platform, flags)
-        try:
-          found = measure(argv, env, workdir, args.warmup, args.records, args.timeout)
-        except RuntimeError as e:
-          log = (workdir.parent / f"{workdir.name}.log").read_text().splitlines()[-20:]
-          print(f"{mode} x{n}: failed: {e}\n" + "\n".join(log), file=sys.stderr, flush=True)
-          results.append({"mode": mode, "gpus": n, "error": str(e)})
-          continue
-        tokens = statistics.median(r["tokens_per_s"] for r in found)
-        samples = statistics.median(r["samples_per_s"] for r in found)
-        results.append({"mode": mode, "gpus": n, "tokens_per_s": tokens,
-                        "tokens_per_s_per_gpu": tokens / n, "samples_per_s": samples,
-                        "records": [r["tokens_per_s"] for r in found]})
-        print(f"{mode} x{n}: {tokens:,.0f} tokens/s ({tokens / n:,.0f} per GPU)", flush=True)
+    for mesh in meshes:
+      for mode in modes:
+        for n in counts:
+          if mode == "per_gpu" and n == 1:
+            continue  # one process of one GPU: the same run as mode `process`
+          name = f"{mesh} {mode} x{n}"
+          workdir = pathlib.Path(tmp) / f"{mesh}_{mode}_{n}"
+          flags = train_flags(args.config, workdir, batch(n), args.log_every, extra, mesh)
+          argv, env = command(mode, n, args.platform, flags)
+          try:
+            found = measure(argv, env, workdir, args.warmup, args.records, args.timeout)
+          except RuntimeError as e:
+            log = (workdir.parent / f"{workdir.name}.log").read_text().splitlines()[-20:]
+            print(f"{name}: failed: {e}\n" + "\n".join(log), file=sys.stderr, flush=True)
+            results.append({"mesh": mesh, "mode": mode, "gpus": n, "error": str(e)})
+            continue
+          tokens = statistics.median(r["tokens_per_s"] for r in found)
+          samples = statistics.median(r["samples_per_s"] for r in found)
+          results.append({"mesh": mesh, "mode": mode, "gpus": n, "batch": batch(n),
+                          "tokens_per_s": tokens, "tokens_per_s_per_gpu": tokens / n,
+                          "samples_per_s": samples,
+                          "records": [r["tokens_per_s"] for r in found]})
+          print(f"{name}: {tokens:,.0f} tokens/s ({tokens / n:,.0f} per GPU)", flush=True)
 
-  base = next((r["tokens_per_s_per_gpu"] for r in results
-               if r["mode"] == "process" and r["gpus"] == 1 and "error" not in r), None)
-  print(f"\n{'mode':<10}{'GPUs':>5}{'tokens/s':>14}{'per GPU':>12}{'efficiency':>12}")
+  print(f"\n{'mesh':<7}{'mode':<10}{'GPUs':>5}{'tokens/s':>14}{'per GPU':>12}{'efficiency':>12}"
+        f"{'speed-up':>10}")
   for r in results:
     if "error" in r:
-      print(f"{r['mode']:<10}{r['gpus']:>5}  failed: {r['error']}")
+      print(f"{r['mesh']:<7}{r['mode']:<10}{r['gpus']:>5}  failed: {r['error']}")
       continue
+    base = next((b["tokens_per_s"] for b in results if b["mesh"] == r["mesh"]
+                 and b["mode"] == "process" and b["gpus"] == 1 and "error" not in b), None)
     if base:
       r["efficiency"] = r["tokens_per_s_per_gpu"] / base
-    eff = f"{100 * r['efficiency']:.1f}%" if base else "-"
-    print(f"{r['mode']:<10}{r['gpus']:>5}{r['tokens_per_s']:>14,.0f}"
-          f"{r['tokens_per_s_per_gpu']:>12,.0f}{eff:>12}")
+      r["speedup"] = r["tokens_per_s"] / base
+    eff, up = ((f"{100 * r['efficiency']:.1f}%", f"{r['speedup']:.2f}x") if base
+               else ("-", "-"))
+    print(f"{r['mesh']:<7}{r['mode']:<10}{r['gpus']:>5}{r['tokens_per_s']:>14,.0f}"
+          f"{r['tokens_per_s_per_gpu']:>12,.0f}{eff:>12}{up:>10}")
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps(
         {"device": device, "config": args.config, "batch_per_gpu": args.batch_per_gpu,
-         "results": results}, indent=2) + "\n")
+         "global_batch": args.global_batch, "results": results}, indent=2) + "\n")
   return 1 if any("error" in r for r in results) else 0
 
 

@@ -1,0 +1,33 @@
+"""benchmarks/benchmark_scaling.py on fake CPU devices: the mechanics of a strong-scaling
+measurement (the global batch fixed across device counts, a named mesh), not a measurement."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MICRO = ["--config.model.num_layers=1", "--config.model.hidden=32", "--config.model.mlp=64",
+         "--config.model.heads=4", "--config.model.kv_heads=2",
+         "--config.data.samples_per_row=4", "--config.data.train_digits=(1,4)",
+         "--config.eval.per_length=0"]
+
+
+def test_strong_scaling_keeps_the_global_batch_and_reports_the_speed_up(tmp_path):
+  out = tmp_path / "scaling.json"
+  result = subprocess.run(
+      [sys.executable, "benchmarks/benchmark_scaling.py", "--platform", "cpu", "--gpus", "1,2",
+       "--modes", "process", "--meshes", "zero1", "--global_batch", "16",
+       "--config", "configs/pe.py:size=tiny", "--records", "2", "--log_every", "2",
+       "--json", str(out), "--", *MICRO],
+      cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  report = json.loads(out.read_text())
+  assert report["global_batch"] == 16
+  runs = report["results"]
+  assert [(r["mesh"], r["gpus"], r["batch"]) for r in runs] == [("zero1", 1, 16), ("zero1", 2, 16)]
+  for r in runs:
+    assert r["speedup"] == pytest.approx(r["tokens_per_s"] / runs[0]["tokens_per_s"])
+    assert r["efficiency"] == pytest.approx(r["speedup"] / r["gpus"])
+  assert "zero1  process" in result.stdout
