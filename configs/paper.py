@@ -32,11 +32,15 @@ Arguments (defaults: the paper's protocol; each protocol factor can be flipped o
 - `decoding`: `sampled` or `greedy`;
 - `lr`: learning rate (0 = the paper's 5e-5); `samples`: training samples (0 = the table's
   budget); `reverse`, `pad`, `hints`: the number format (configs/formats.py);
+- `random_positions`: 0 (off), or N: each training sample's position ids a sorted random
+  draw from [0, N), the official code's `random_position` option (its value: 1024), for a PE
+  that has the option (rope, absolute, fire);
 - `size`: the model preset (default: the table's; `tiny` for a CPU check of a recipe).
 """
 import math
 
 from configs import common
+from nupa_jax.models import posenc
 
 MAX_DIGITS = 8  # every table trains on 1-8 digits
 SAMPLES_PER_LENGTH = 10**7
@@ -103,7 +107,7 @@ def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, table="small_dataset_full", task="add_int", pe="rope", seed=0,
                          mix="paper", warmup=PAPER_WARMUP, objective="answers",
                          decoding="sampled", lr=0.0, samples=0, reverse="none", pad=False,
-                         hints=False, size="")
+                         hints=False, size="", random_positions=0)
   table = TABLES[_choice("table", arg.table, tuple(TABLES))]
   _choice("mix", arg.mix, MIXES)
   _choice("decoding", arg.decoding, DECODINGS)
@@ -114,6 +118,12 @@ def get_config(arg: str | None = None):
 
   config = common.base(size=arg.size or table["size"], seed=arg.seed)
   config.model.posenc = common.posenc(arg.pe)
+  if arg.random_positions:
+    options = posenc.options(config.model.posenc["name"])
+    if "random_positions" not in options:
+      raise ValueError(f"random_positions: positional encoding {arg.pe!r} has no random "
+                       f"positions (its options: {', '.join(options) or 'none'})")
+    config.model.posenc["random_positions"] = arg.random_positions
   config.text.format = {"reverse": arg.reverse, "pad": arg.pad, "index_hints": arg.hints}
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, MAX_DIGITS)
