@@ -17,7 +17,7 @@ from configs import common
 from nupa_jax import tasks
 
 SCORING = {
-    "nupa": dict(learned_digits_rule="prefix", dlength_rule="parts"),
+    "nupa": {},  # configs/common.py's rules
     "paper": dict(learned_digits_rule="official", dlength_rule="total"),
 }
 

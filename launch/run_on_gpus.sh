@@ -55,7 +55,8 @@ evaluate_cut() {
     echo "GPU $gpu: evaluating cut run $run ($left s left)"
     (cd "$repo" && CUDA_VISIBLE_DEVICES="$gpu" timeout -s TERM "$left" "${PYTHON:-python3}" -m \
         nupa_jax.evaluate --workdir="$run" --checkpoint=latest --out="$run/eval/latest.json") \
-      >>"$dir.cut_eval.log" 2>&1 || echo "GPU $gpu: evaluation of $run failed (see $dir.cut_eval.log)" >&2
+      >>"$dir.cut_eval.log" 2>&1 ||
+      echo "GPU $gpu: evaluation of $run failed (see $dir.cut_eval.log)" >&2
   done
 }
 

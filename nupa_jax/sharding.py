@@ -119,9 +119,9 @@ def logical_to_spec(names: Sequence[str | None], shape: Sequence[int],
   return PartitionSpec(*spec)
 
 
-def optimizer_rules(rules: Iterable, over_data: bool) -> tuple:
-  """The rules of the optimizer state: the parameters' `rules`, with `embed` also split over
-  `data` when `over_data` (`config.mesh.shard_optimizer_over_data`).
+def optimizer_rules(rules: Iterable) -> tuple:
+  """The rules of the optimizer state under `config.mesh.shard_optimizer_over_data`: the
+  parameters' `rules`, with `embed` also split over `data`.
 
   Data parallelism alone replicates AdamW's moments and its update on every device; splitting
   them over `data` (ZeRO stage 1) leaves each device 1/data of the update's passes over the
@@ -130,7 +130,7 @@ def optimizer_rules(rules: Iterable, over_data: bool) -> tuple:
   forward / backward pass are unchanged, so the numbers are too.
   """
   rules = normalize_rules(rules)
-  if over_data and "data" not in rules.get("embed", ()):
+  if "data" not in rules.get("embed", ()):
     rules["embed"] = rules.get("embed", ()) + ("data",)
   return tuple(rules.items())
 

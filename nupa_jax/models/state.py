@@ -42,7 +42,7 @@ def shardings(abstract, state: nnx.State, mesh, rules, *, optimizer_over_data: b
   if not (optimizer_over_data and isinstance(abstract, tuple)):
     return out, None
   model, optimizer = abstract
-  rules = sharding_lib.optimizer_rules(rules, over_data=True)
+  rules = sharding_lib.optimizer_rules(rules)
   out[1] = sharding_lib.state_shardings(state[1], mesh, rules)
   return out, sharding_lib.state_shardings(nnx.state(model, optimizer.wrt), mesh, rules)
 

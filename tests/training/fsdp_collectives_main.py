@@ -3,10 +3,10 @@
     fsdp_collectives_main.py [fsdp|data|zero1]
 
 `fsdp` (default): parameters split over fsdp; `data`: data parallel; `zero1`: data parallel
-with the optimizer state split over data (`mesh.shard_optimizer_over_data`). Run in a subprocess with 2 fake CPU
-devices (test_training_sharding.py): the device count must be fixed before jax initialises.
-Output: {"rows", "seq_len", "collectives": [[op,
-[shape, ...]], ...]} with every array operand's shape of every collective in the optimized HLO.
+with the optimizer state split over data (`mesh.shard_optimizer_over_data`). Run in a
+subprocess with 2 fake CPU devices (test_training_sharding.py): the device count must be fixed
+before jax initialises. Output: {"rows", "seq_len", "collectives": [[op, [shape, ...]], ...]}
+with every array operand's shape of every collective in the optimized HLO.
 """
 import json
 import re
