@@ -29,7 +29,12 @@ Runners:
          folder ran before with another command is refused while its workdir exists (status
          refused, counted with the failed runs).
          SIGTERM or Ctrl-C stops the run in progress (marked interrupted, its time so far
-         recorded) and the sweep, with exit status 143 / 130.
+         recorded) and the sweep, with exit status 143 / 130. The run is started in a session
+         of its own and the sweep forwards the stop to it exactly once: a trainer takes a
+         second signal as "stop now, without the checkpoint", and a terminal's Ctrl-C,
+         `timeout` (the child, then its group) or a wrapping script would otherwise deliver
+         two. The sweep waits up to STOP_GRACE_S for the run's last checkpoint, then kills
+         it. (A sweep killed with SIGKILL leaves its run going.)
   slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
          (`--sbatch_args`, `--max_parallel`; `--dry_run` prints the sbatch command instead).
   print  prints the commands, one per line, and writes nothing.
@@ -54,6 +59,8 @@ from nupa_jax import cli  # pylint: disable=wrong-import-position
 
 SEED_FLAGS = ("--config.seed",)
 SWEEP_FILE = "sweep.json"
+# How long a stopped run may take to save its checkpoint and exit before it is killed.
+STOP_GRACE_S = 300
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -171,27 +178,42 @@ def _terminate(signum, frame):
 
 
 def _run_attempt(argv: list[str], log: pathlib.Path) -> int:
-  """Runs one attempt of a run, output appended to `log`; stops it if the sweep is stopped."""
+  """Runs one attempt of a run, output appended to `log`, in a session (process group) of its
+  own; stops it once if the sweep is stopped."""
   with log.open("a") as f:
-    proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     try:
       return proc.wait()
-    except BaseException:
-      proc.terminate()  # the trainer's last checkpoint stays; a rerun resumes from it
-      try:
-        proc.wait(timeout=30)
-      except subprocess.TimeoutExpired:
-        proc.kill()
+    except BaseException as stop:
+      _stop_once(proc, signal.SIGINT if isinstance(stop, KeyboardInterrupt) else signal.SIGTERM)
       raise
+
+
+def _stop_once(proc: subprocess.Popen, signum: int) -> None:
+  """Sends `signum` to the run's process group, ignoring any repeat of the stop meanwhile, and
+  waits for the run to save its checkpoint and exit (killed after STOP_GRACE_S)."""
+  for repeat in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(repeat, signal.SIG_IGN)
+  try:
+    os.killpg(proc.pid, signum)
+  except ProcessLookupError:  # it had already exited
+    pass
+  try:
+    proc.wait(timeout=STOP_GRACE_S)
+  except subprocess.TimeoutExpired:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def run_local(sweep: Sweep) -> int:
   """Runs every run not yet done, in order; 1 if any failed."""
-  previous = signal.signal(signal.SIGTERM, _terminate)
+  previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate),
+              signal.SIGINT: signal.getsignal(signal.SIGINT)}
   try:
     return _run_all(sweep)
   finally:
-    signal.signal(signal.SIGTERM, previous)
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
 
 
 def _run_all(sweep: Sweep) -> int:

@@ -9,16 +9,23 @@
 # GREEDY=1 also evaluates each finished run's final checkpoint with greedy decoding
 # (`nupa_jax.evaluate --decoding=greedy`, into the run's eval/evaluations/), beside the run's
 # own evaluation with the paper's sampling. Rerunning skips what is done.
+# SIGTERM or Ctrl-C is passed on to the sweep as SIGTERM (it stops its run, which saves a
+# checkpoint); this script waits for that to finish and exits without the greedy evaluations.
 set -uo pipefail
 table=${1:?usage: paper_sweep.sh TABLE SWEEP_DIR [sweep.py flags]}
 out=${2:?usage: paper_sweep.sh TABLE SWEEP_DIR [sweep.py flags]}
 shift 2
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-python3}
-status=0
+stopped=
 "$py" launch/sweep.py --config="configs/paper.py:table=$table${ARGS:+,$ARGS}" \
   --grid "task=${TASKS:?set TASKS};pe=${PES:-rope,nope,alibi};seed=${SEEDS:-0,1,2}" \
-  --out "$out" --runner local --config.data.num_workers="${NUM_WORKERS:-6}" "$@" || status=$?
+  --out "$out" --runner local --config.data.num_workers="${NUM_WORKERS:-6}" "$@" &
+sweep=$!
+trap 'stopped=1; kill -TERM "$sweep" 2>/dev/null' INT TERM
+# `wait` returns early when a trap runs: wait again until the sweep has exited.
+while wait "$sweep"; status=$?; kill -0 "$sweep" 2>/dev/null; do :; done
+[ -z "$stopped" ] || exit "$status"
 if [ -n "${GREEDY:-}" ]; then
   for run in $("$py" -c 'import json, sys
 print(*(r["workdir"] for r in json.load(open(sys.argv[1]))["runs"] if r["status"] == "done"))' \

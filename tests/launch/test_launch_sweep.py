@@ -185,6 +185,76 @@ echo "trained"
   assert log[2:] == ["attempt log line", "trained"]
 
 
+def _checkpointing_trainer(tmp_path: pathlib.Path) -> pathlib.Path:
+  """A trainer stand-in that records every SIGTERM / SIGINT it receives and, after the first,
+  takes a second to "save its checkpoint" before exiting as the trainer does (143 / 130)."""
+  path = tmp_path / "checkpointing_trainer"
+  path.write_text(f"""#!{sys.executable}
+import os, pathlib, signal, sys, time
+here = pathlib.Path({str(tmp_path)!r})
+got = []
+def record(signum, frame):
+  with open(here / "signals", "a") as f:
+    f.write(signal.Signals(signum).name + "\\n")
+  got.append(signum)
+signal.signal(signal.SIGTERM, record)
+signal.signal(signal.SIGINT, record)
+(here / "ready").write_text(str(os.getpid()))
+while not got:
+  time.sleep(0.05)
+time.sleep(1.0)
+(here / "saved").write_text("")
+sys.exit(143 if got[0] == signal.SIGTERM else 130)
+""")
+  path.chmod(0o755)
+  return path
+
+
+def _wait_for_the_run(tmp_path: pathlib.Path, proc: subprocess.Popen) -> None:
+  deadline = time.monotonic() + 90
+  while not (tmp_path / "ready").exists():
+    assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+    time.sleep(0.1)
+
+
+def _paper_sweep_command(tmp_path: pathlib.Path, out: pathlib.Path) -> list[str]:
+  """docs/results/paper_sweep.sh (a wrapper that runs the sweep as its child) on a tiny recipe."""
+  return [str(ROOT / "docs" / "results" / "paper_sweep.sh"), "small_dataset_full", str(out),
+          f"--python={_checkpointing_trainer(tmp_path)}"]
+
+
+@pytest.mark.parametrize("how", ["timeout", "ctrl_c", "timeout_around_a_wrapper"])
+def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how):
+  """`timeout` signals its child and then the child's process group, a terminal's Ctrl-C the
+  whole foreground group, a wrapping script forwards what it gets: the run must still see the
+  stop once (a trainer takes a second signal as "stop now, without the checkpoint"), and the
+  command must not return before the run has saved."""
+  out = tmp_path / "sweep"
+  env = dict(os.environ, PYTHON=sys.executable, ARGS="size=tiny", TASKS="add_int", PES="rope",
+             SEEDS="0")
+  if how == "timeout_around_a_wrapper":
+    command = _paper_sweep_command(tmp_path, out)
+  else:
+    command = [sys.executable, str(SWEEP), "--config=configs/pe.py:size=tiny", "--grid=pe=rope",
+               f"--out={out}", f"--python={_checkpointing_trainer(tmp_path)}"]
+  if how.startswith("timeout"):
+    command = ["timeout", "-s", "TERM", "600", *command]
+  proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True)
+  _wait_for_the_run(tmp_path, proc)
+  if how == "ctrl_c":
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends
+  else:
+    proc.send_signal(signal.SIGTERM)  # `timeout` relays it to its child, then to the group
+  _, stderr = proc.communicate(timeout=120)
+  assert (tmp_path / "saved").exists(), stderr  # saved before the command returned
+  expected = "SIGINT" if how == "ctrl_c" else "SIGTERM"
+  assert (tmp_path / "signals").read_text().split() == [expected]
+  assert proc.returncode == (130 if how == "ctrl_c" else 143), stderr
+  (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+  assert run["status"] == "interrupted", run
+
+
 def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_path):
   python = _fake_python(tmp_path, fail_on="never")
   out = tmp_path / "sweep"
