@@ -1,6 +1,7 @@
 """paper_vs_ours.csv: means, sample deviations, seeds and budgets read back from run folders."""
 import csv
 import json
+import pathlib
 
 import pytest
 
@@ -64,3 +65,22 @@ def test_bad_rows_name_the_problem(tmp_path, change, message):
   spec = {**SPEC, "runs": [str(tmp_path / "a")], **change}
   with pytest.raises(versus.SpecError, match=message):
     versus.row(spec)
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PUBLISHED = sorted((ROOT / "docs" / "results").glob("**/versus.json"))
+
+
+@pytest.mark.parametrize("spec", PUBLISHED, ids=lambda p: p.parent.name)
+def test_each_published_table_is_what_its_runs_give(spec, tmp_path, monkeypatch):
+  """Every committed paper_vs_ours.csv is regenerated from its spec and the committed runs:
+  a run added, moved or re-evaluated without the table being rewritten fails here."""
+  monkeypatch.chdir(ROOT)  # the spec names run folders from the repository root
+  out = tmp_path / "paper_vs_ours.csv"
+  assert versus.main(["--spec", str(spec), "--out", str(out)]) == 0
+  assert out.read_text() == (spec.parent / "paper_vs_ours.csv").read_text()
+
+
+def test_the_published_tables_are_found():
+  assert {p.parent.name for p in PUBLISHED} >= {"rope_perf", "rev_vs_pad", "small_dataset",
+                                                "small_model"}
