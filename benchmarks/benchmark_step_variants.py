@@ -38,6 +38,7 @@ class Variant:
 
 _FUSED, _SPLIT = "model.fused_projections=True", "model.split_layers=True"
 _NO_TRITON_GEMM = (("xla_gpu_enable_triton_gemm", False),)
+_LHS = (("xla_gpu_enable_latency_hiding_scheduler", True),)
 VARIANTS = {
     "base": Variant(),
     "split_layers": Variant((_SPLIT,)),
@@ -48,6 +49,13 @@ VARIANTS = {
     "no_dot_merger": Variant(compiler_options=(("xla_gpu_dot_merger_threshold_mb", 0),)),
     "no_triton_gemm": Variant(compiler_options=_NO_TRITON_GEMM),
     "fused_split_no_triton_gemm": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM),
+    # Over several GPUs (CUDA_VISIBLE_DEVICES=0,1: the config's mesh takes every visible one):
+    # the scheduler that overlaps collectives with compute, alone and with the gradient
+    # all-reduces left in pieces of <= 8 MB, which can start while earlier layers' backward runs.
+    "fast_lhs": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM + _LHS),
+    "fast_lhs_small_all_reduces": Variant(
+        (_FUSED, _SPLIT), _NO_TRITON_GEMM + _LHS
+        + (("xla_gpu_all_reduce_combine_threshold_bytes", 8 << 20),)),
 }
 
 

@@ -80,3 +80,23 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert any(k["source"].startswith("layers.py:") for k in described)
   with gzip.open(tmp_path / "best_hlo.txt.gz", "rt") as f:
     assert f.readline().startswith("HloModule jit_train_step")
+
+
+def test_every_variant_compiles_and_keeps_the_first_step(tmp_path):
+  """XLA rejects an option it does not know at compile time: every variant's options, the
+  GPU-only ones included, must compile (on CPU they are accepted and ignored), and no knob may
+  change the first step's loss or gradient norm beyond bf16 rounding."""
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import benchmark_step_variants  # noqa: PLC0415  (benchmarks/ is not a package)
+  out = tmp_path / "variants.jsonl"
+  names = list(benchmark_step_variants.VARIANTS)
+  assert benchmark_step_variants.main(
+      ["--size=tiny", "--batches=16", "--steps=1", "--rounds=1", f"--variants={','.join(names)}",
+       f"--json={out}"]) == 0
+  results = [json.loads(line) for line in out.open()]
+  assert [r["variant"] for r in results] == names
+  assert all("error" not in r for r in results), [r.get("error") for r in results]
+  base = results[0]
+  for r in results[1:]:
+    assert abs(r["first_loss"] - base["first_loss"]) < 1e-3 * base["first_loss"], r["variant"]
+    assert abs(r["first_grad_norm"] - base["first_grad_norm"]) < 1e-2 * base["first_grad_norm"]
