@@ -28,8 +28,8 @@ Runners:
          to their logs; `seconds` adds up every attempt's wall time. A run whose name this
          folder ran before with another command is refused while its workdir exists (status
          refused, counted with the failed runs).
-         SIGTERM or Ctrl-C stops the run in progress (marked interrupted, its time so far
-         recorded) and the sweep, with exit status 143 / 130. The run is started in a session
+         SIGTERM (or SIGHUP) or Ctrl-C stops the run in progress (marked interrupted, its
+         time so far recorded) and the sweep, with exit status 143 / 130. The run is started in a session
          of its own and the sweep forwards the stop to it exactly once: a trainer takes a
          second signal as "stop now, without the checkpoint", and a terminal's Ctrl-C,
          `timeout` (the child, then its group) or a wrapping script would otherwise deliver
@@ -166,14 +166,20 @@ class Sweep:
     return self.out / "logs" / f"{name}.log"
 
 
+# Signals that stop a sweep: a scheduler's time limit or `timeout` (SIGTERM), a closed terminal
+# (SIGHUP: the run, in its own session, would not see it), Ctrl-C (SIGINT, KeyboardInterrupt).
+_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
 class _Terminated(Exception):
-  """SIGTERM arrived (a scheduler's time limit, `timeout`): stop like Ctrl-C."""
+  """SIGTERM or SIGHUP arrived: stop like Ctrl-C."""
 
 
 def _terminate(signum, frame):
   del signum, frame
   # `timeout` signals its child and then the child's process group: handle the first only.
-  signal.signal(signal.SIGTERM, signal.SIG_IGN)
+  for repeat in _TERMINATING:
+    signal.signal(repeat, signal.SIG_IGN)
   raise _Terminated
 
 
@@ -192,7 +198,7 @@ def _run_attempt(argv: list[str], log: pathlib.Path) -> int:
 def _stop_once(proc: subprocess.Popen, signum: int) -> None:
   """Sends `signum` to the run's process group, ignoring any repeat of the stop meanwhile, and
   waits for the run to save its checkpoint and exit (killed after STOP_GRACE_S)."""
-  for repeat in (signal.SIGINT, signal.SIGTERM):
+  for repeat in (signal.SIGINT, *_TERMINATING):
     signal.signal(repeat, signal.SIG_IGN)
   try:
     os.killpg(proc.pid, signum)
@@ -207,8 +213,8 @@ def _stop_once(proc: subprocess.Popen, signum: int) -> None:
 
 def run_local(sweep: Sweep) -> int:
   """Runs every run not yet done, in order; 1 if any failed."""
-  previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate),
-              signal.SIGINT: signal.getsignal(signal.SIGINT)}
+  previous = {signum: signal.signal(signum, _terminate) for signum in _TERMINATING}
+  previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
   try:
     return _run_all(sweep)
   finally:

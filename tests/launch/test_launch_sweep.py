@@ -223,11 +223,11 @@ def _paper_sweep_command(tmp_path: pathlib.Path, out: pathlib.Path) -> list[str]
           f"--python={_checkpointing_trainer(tmp_path)}"]
 
 
-@pytest.mark.parametrize("how", ["timeout", "ctrl_c", "timeout_around_a_wrapper"])
+@pytest.mark.parametrize("how", ["timeout", "ctrl_c", "hangup", "timeout_around_a_wrapper"])
 def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how):
   """`timeout` signals its child and then the child's process group, a terminal's Ctrl-C the
-  whole foreground group, a wrapping script forwards what it gets: the run must still see the
-  stop once (a trainer takes a second signal as "stop now, without the checkpoint"), and the
+  whole foreground group, a closed terminal hangs up on the sweep alone (the run has a session
+  of its own), a wrapping script forwards what it gets: the run must still see the stop once (a trainer takes a second signal as "stop now, without the checkpoint"), and the
   command must not return before the run has saved."""
   out = tmp_path / "sweep"
   env = dict(os.environ, PYTHON=sys.executable, ARGS="size=tiny", TASKS="add_int", PES="rope",
@@ -244,6 +244,8 @@ def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how)
   _wait_for_the_run(tmp_path, proc)
   if how == "ctrl_c":
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends
+  elif how == "hangup":
+    proc.send_signal(signal.SIGHUP)
   else:
     proc.send_signal(signal.SIGTERM)  # `timeout` relays it to its child, then to the group
   _, stderr = proc.communicate(timeout=120)
