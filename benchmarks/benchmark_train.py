@@ -50,6 +50,12 @@ def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row:
   config = pe_configs.get_config(f"pe={pe},task={task},size={size}")
   config.train.batch_size = batch_size
   config.data.samples_per_row = samples_per_row
+  return with_overrides(config, overrides)
+
+
+def with_overrides(config, overrides: list[str] = ()):
+  """`config` with `section.field=value` overrides, values read as Python literals, else
+  strings."""
   for item in overrides:
     key, _, text = item.partition("=")
     *path, name = key.split(".")

@@ -12,6 +12,7 @@ time. Its final evaluation is cut to the validation loss (`eval.per_length=0`, n
 `eval.every=0`, nothing before the end), which is outside the logged intervals anyway.
 
   python benchmarks/benchmark_train_command.py --size=100m --steps=600
+  python benchmarks/benchmark_train_command.py --config=configs/paper.py:table=rope_perf,task=add_int
   python benchmarks/benchmark_train_command.py --size=tiny --steps=20 --log_every=5 \\
       --step_steps=3                                                  # CPU smoke run
 """
@@ -30,15 +31,24 @@ import jax
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # configs/ and benchmark_train
 import benchmark_train  # noqa: E402  (touches no device until it times)
-from configs import pe as pe_configs  # noqa: E402
+from nupa_jax import cli  # noqa: E402
 from nupa_jax.training import writers  # noqa: E402
 
 
-def command(size: str, pe: str, task: str, steps: int, log_every: int, workdir: pathlib.Path,
+def config_spec(args) -> str:
+  """The timed config: `--config`, else the pe family at `--size`, `--pe`, `--task`; its file
+  as an absolute path (found from the current directory, else the repository's root)."""
+  spec = args.config or f"configs/pe.py:pe={args.pe},task={args.task},size={args.size}"
+  file, sep, arguments = spec.partition(":")
+  if not pathlib.Path(file).exists():
+    file = str(ROOT / file)
+  return str(pathlib.Path(file).resolve()) + sep + arguments
+
+
+def command(spec: str, steps: int, log_every: int, workdir: pathlib.Path,
             overrides: list[str]) -> list[str]:
   """The `python -m nupa_jax.train` command line that is timed."""
-  return [sys.executable, "-m", "nupa_jax.train",
-          f"--config=configs/pe.py:pe={pe},task={task},size={size}", f"--workdir={workdir}",
+  return [sys.executable, "-m", "nupa_jax.train", f"--config={spec}", f"--workdir={workdir}",
           f"--config.train.steps={steps}", f"--config.train.log_every={log_every}",
           "--config.eval.per_length=0", "--config.eval.every=0",
           *(f"--config.{item}" for item in overrides)]
@@ -62,8 +72,7 @@ def steady_throughput(records: list[dict]) -> dict:
 
 def time_command(args, workdir: pathlib.Path) -> dict:
   """Runs the training command; its steady throughput from its train_metrics.jsonl."""
-  argv = command(args.size, args.pe, args.task, args.steps, args.log_every, workdir,
-                 args.override)
+  argv = command(config_spec(args), args.steps, args.log_every, workdir, args.override)
   print("$ " + " ".join(argv[1:]), file=sys.stderr, flush=True)
   start = time.perf_counter()
   result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -81,6 +90,9 @@ def main(argv=None) -> int:
   parser.add_argument("--size", default="100m")
   parser.add_argument("--pe", default="rope")
   parser.add_argument("--task", default="add_int")
+  parser.add_argument("--config", default="",
+                      help="FILE.py[:ARGS], a recipe to time instead of the pe family's "
+                      "(--size, --pe, --task then unused), e.g. configs/paper.py:table=rope_perf")
   parser.add_argument("--steps", type=int, default=600, help="steps of the training command")
   parser.add_argument("--log_every", type=int, default=100,
                       help="its log interval (the first interval is left out)")
@@ -100,17 +112,16 @@ def main(argv=None) -> int:
     workdir = pathlib.Path(args.workdir or pathlib.Path(scratch) / "run")
     run = time_command(args, workdir)  # first: this process holds no device yet
   print(json.dumps(run), flush=True)
-  defaults = pe_configs.get_config(f"pe={args.pe},task={args.task},size={args.size}")
-  config = benchmark_train.make_config(args.size, args.pe, args.task,
-                                       int(defaults.train.batch_size),
-                                       int(defaults.data.samples_per_row), args.override)
+  # The step on the command's own config: its batch, rows and model, with the same overrides.
+  config = benchmark_train.with_overrides(cli.load_config(config_spec(args)), args.override)
   step = benchmark_train.time_nupa(config, 8, args.step_steps)
   print(json.dumps(step), flush=True)
   if args.json:
     with open(args.json, "a") as f:
       for r in (run, step):
-        f.write(json.dumps({"size": args.size, **r}) + "\n")
-  print(f"\n{args.size}, batch {step['batch']}, devices: {jax.devices()}")
+        what = {"config": args.config} if args.config else {"size": args.size}
+        f.write(json.dumps({**what, **r}) + "\n")
+  print(f"\n{config_spec(args)}, batch {step['batch']}, devices: {jax.devices()}")
   print(f"{'what':44} {'samples/s':>10}")
   print(f"{'python -m nupa_jax.train (after the 1st log)':44} {run['samples_per_s']:10,d}   "
         f"data wait {run['data_wait_fraction']:.0%}, {run['wall_s']:.0f} s in all")

@@ -60,3 +60,24 @@ def test_refuses_an_existing_workdir(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
                           capture_output=True, text=True, timeout=120)
   assert result.returncode != 0 and "would resume the run in it" in result.stderr
+
+
+def test_times_a_recipe_given_as_a_config(tmp_path):
+  """`--config` times a recipe (here the paper's rope_perf table at the tiny preset): the
+  command and the step-only figure run the same config, its batch and rows included."""
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_backend_optimization_level=0")
+  out = tmp_path / "results.jsonl"
+  spec = "configs/paper.py:table=rope_perf,task=add_int,size=tiny"
+  result = subprocess.run(
+      [sys.executable, str(SCRIPT), f"--config={spec}", "--steps=10", "--log_every=5",
+       "--step_steps=2", "--override=train.batch_size=64", f"--json={out}",
+       f"--workdir={tmp_path / 'run'}"],
+      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-4000:]
+  run, step = [json.loads(line) for line in out.read_text().splitlines()]
+  assert run["config"] == step["config"] == spec and "size" not in run
+  assert step["batch"] == 64
+  config = json.loads((tmp_path / "run" / "config.json").read_text())
+  assert config["train"]["batch_size"] == 64
+  assert f"--config={ROOT / 'configs' / 'paper.py'}:table=rope_perf" in result.stderr
