@@ -34,37 +34,9 @@ def test_steady_throughput_leaves_out_the_first_interval_and_weighs_by_time():
     _module().steady_throughput(records[:2])
 
 
-def test_times_the_command_and_the_step_on_cpu(tmp_path):
-  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
-             XLA_FLAGS="--xla_backend_optimization_level=0")
-  out = tmp_path / "results.jsonl"
-  result = subprocess.run(
-      [sys.executable, str(SCRIPT), "--size=tiny", "--steps=10", "--log_every=5",
-       "--step_steps=2", f"--json={out}", f"--workdir={tmp_path / 'run'}"],
-      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-  assert result.returncode == 0, result.stderr[-4000:]
-  run, step = [json.loads(line) for line in out.read_text().splitlines()]
-  assert run["impl"] == "train_command" and step["impl"] == "nupa_jax"
-  assert run["intervals"] == 1 and run["samples_per_s"] > 0 and step["samples_per_s"] > 0
-  assert 0.0 <= run["data_wait_fraction"] <= 1.0
-  assert step["batch"] == 32  # the tiny preset's, as the command ran it
-  records = (tmp_path / "run" / "train_metrics.jsonl").read_text().splitlines()
-  assert [r["step"] for r in map(json.loads, records) if "event" not in r] == [5, 10]
-  assert "python -m nupa_jax.train (after the 1st log)" in result.stdout
-  assert "train step only (benchmark_train.py)" in result.stdout
-  assert "command / step" in result.stdout
-
-
-def test_refuses_an_existing_workdir(tmp_path):
-  result = subprocess.run([sys.executable, str(SCRIPT), f"--workdir={tmp_path}"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
-                          capture_output=True, text=True, timeout=120)
-  assert result.returncode != 0 and "would resume the run in it" in result.stderr
-
-
-def test_times_a_recipe_given_as_a_config(tmp_path):
-  """`--config` times a recipe (here the paper's rope_perf table at the tiny preset): the
-  command and the step-only figure run the same config, its batch and rows included."""
+def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
+  """`--config` times a recipe (the paper's rope_perf table at the tiny preset, a smaller
+  batch): the command and the step-only figure run the same config."""
   env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
              XLA_FLAGS="--xla_backend_optimization_level=0")
   out = tmp_path / "results.jsonl"
@@ -76,8 +48,30 @@ def test_times_a_recipe_given_as_a_config(tmp_path):
       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-4000:]
   run, step = [json.loads(line) for line in out.read_text().splitlines()]
+  assert run["impl"] == "train_command" and step["impl"] == "nupa_jax"
   assert run["config"] == step["config"] == spec and "size" not in run
-  assert step["batch"] == 64
-  config = json.loads((tmp_path / "run" / "config.json").read_text())
-  assert config["train"]["batch_size"] == 64
+  assert run["intervals"] == 1 and run["samples_per_s"] > 0 and step["samples_per_s"] > 0
+  assert 0.0 <= run["data_wait_fraction"] <= 1.0
+  assert step["batch"] == 64  # the override reached the step as well as the command
+  assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["batch_size"] == 64
   assert f"--config={ROOT / 'configs' / 'paper.py'}:table=rope_perf" in result.stderr
+  records = (tmp_path / "run" / "train_metrics.jsonl").read_text().splitlines()
+  assert [r["step"] for r in map(json.loads, records) if "event" not in r] == [5, 10]
+  assert "python -m nupa_jax.train (after the 1st log)" in result.stdout
+  assert "train step only (benchmark_train.py)" in result.stdout
+  assert "command / step" in result.stdout
+
+
+def test_without_a_config_the_pe_family_is_timed_from_any_directory(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  args = _module().argparse.Namespace(config="", pe="nope", task="add_float", size="tiny")
+  assert _module().config_spec(args) == (
+      f"{ROOT / 'configs' / 'pe.py'}:pe=nope,task=add_float,size=tiny")
+
+
+def test_refuses_an_existing_workdir(tmp_path):
+  result = subprocess.run([sys.executable, str(SCRIPT), f"--workdir={tmp_path}"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode != 0 and "would resume the run in it" in result.stderr
+
