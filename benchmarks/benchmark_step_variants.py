@@ -1,12 +1,16 @@
-"""The train step under each speed knob, timed side by side in one process on one card.
+"""The train step under each speed knob, timed side by side in one process.
 
     python benchmarks/benchmark_step_variants.py --size=100m --batches=256,8192 --json=v.jsonl
     python benchmarks/benchmark_step_variants.py --size=tiny --batches=16 --steps=2  # CPU smoke
 
+The step runs on the config's mesh over every visible device: one GPU, or several under
+`CUDA_VISIBLE_DEVICES=0,1` for the variants that concern their collectives.
+
 Each variant (`VARIANTS`: model-config overrides on top of `BASELINE`, every speed setting
 off, and XLA compiler options) is the real train step of `benchmark_train.py`, compiled for
-the same real batches and started from the same initial state. The knobs keep the model's math, so every variant's first step must give the default's
-loss and gradient norm up to bf16 rounding: both are printed and recorded next to each other.
+the same real batches and started from the same initial state. The knobs keep the model's
+math, so every variant's first step must give the default's loss and gradient norm up to bf16
+rounding: both are printed and recorded next to each other.
 The variants are then timed in interleaved rounds, so that clock or thermal drift favours none,
 and each gets its median round. One JSON line per variant and batch size: benchmark_train's
 fields plus `variant`, `overrides`, `compiler_options`, `first_loss`, `first_grad_norm` and
@@ -49,9 +53,9 @@ VARIANTS = {
     "no_dot_merger": Variant(compiler_options=(("xla_gpu_dot_merger_threshold_mb", 0),)),
     "no_triton_gemm": Variant(compiler_options=_NO_TRITON_GEMM),
     "fused_split_no_triton_gemm": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM),
-    # Over several GPUs (CUDA_VISIBLE_DEVICES=0,1: the config's mesh takes every visible one):
-    # the scheduler that overlaps collectives with compute, alone and with the gradient
-    # all-reduces left in pieces of <= 8 MB, which can start while earlier layers' backward runs.
+    # Over several GPUs: XLA's latency-hiding scheduler, which overlaps collectives with
+    # compute, alone and with all-reduces combined only up to 8 MiB (the smaller all-reduces of
+    # the last layers' gradients can then start while earlier layers' backward runs).
     "fast_lhs": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM + _LHS),
     "fast_lhs_small_all_reduces": Variant(
         (_FUSED, _SPLIT), _NO_TRITON_GEMM + _LHS

@@ -26,6 +26,7 @@ import pathlib
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -53,9 +54,9 @@ def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row:
   return with_overrides(config, overrides)
 
 
-def with_overrides(config, overrides: list[str] = ()):
-  """`config` with `section.field=value` overrides, values read as Python literals, else
-  strings."""
+def with_overrides(config, overrides: Sequence[str] = ()):
+  """`config`, changed in place, with `section.field=value` overrides (values read as Python
+  literals, else strings)."""
   for item in overrides:
     key, _, text = item.partition("=")
     *path, name = key.split(".")

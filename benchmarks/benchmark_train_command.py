@@ -2,9 +2,10 @@
 
 `benchmark_train.py` times the jitted train step on batches made beforehand; a researcher runs
 `python -m nupa_jax.train`, which also makes its batches as it goes, moves them to the devices,
-logs, and checkpoints. This script runs that command as it is (the pe family's defaults,
-`config.data.num_workers` included) for `--steps` steps, then times the step alone on the same
-config with `benchmark_train.time_nupa`, and prints both, so the gap between them is measured.
+logs, and checkpoints. This script runs that command as it is (the pe family's defaults, or
+the recipe of `--config`, `config.data.num_workers` included) for `--steps` steps, then times
+the step alone on the same config with `benchmark_train.time_nupa`, and prints both, so the gap
+between them is measured.
 
 The command's samples/s is that of its `train_metrics.jsonl` records after the first (which
 holds the compile and the data workers' start-up): all their samples over all their training
@@ -12,7 +13,8 @@ time. Its final evaluation is cut to the validation loss (`eval.per_length=0`, n
 `eval.every=0`, nothing before the end), which is outside the logged intervals anyway.
 
   python benchmarks/benchmark_train_command.py --size=100m --steps=600
-  python benchmarks/benchmark_train_command.py --config=configs/paper.py:table=rope_perf,task=add_int
+  python benchmarks/benchmark_train_command.py \
+      --config=configs/paper.py:table=rope_perf,task=add_int
   python benchmarks/benchmark_train_command.py --size=tiny --steps=20 --log_every=5 \\
       --step_steps=3                                                  # CPU smoke run
 """

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The train step under every speed knob at the paper's batch of 256 and at 8192 (for MFU), in
-# one process on one card (benchmark_step_variants.py: first-step parity with the default, then
-# interleaved timing rounds), and a profile of the fastest variant at the first batch size with
-# each kernel traced back to its HLO instruction and line of code (profile_train.py).
+# one process on the visible GPUs (benchmark_step_variants.py: first-step parity with the
+# default, then interleaved timing rounds), and a profile of the fastest variant at the first
+# batch size with each kernel traced back to its HLO instruction and line of code
+# (profile_train.py).
 #
 #   bash benchmarks/run_step_variants.sh OUT_DIR            # 100m on one GPU, about 3 minutes
 #   SIZE=tiny BATCHES=16,32 STEPS=2 ROUNDS=1 bash benchmarks/run_step_variants.sh OUT_DIR  # CPU

@@ -28,13 +28,17 @@ Runners:
          to their logs; `seconds` adds up every attempt's wall time. A run whose name this
          folder ran before with another command is refused while its workdir exists (status
          refused, counted with the failed runs).
-         SIGTERM (or SIGHUP) or Ctrl-C stops the run in progress (marked interrupted, its
-         time so far recorded) and the sweep, with exit status 143 / 130. The run is started in a session
-         of its own and the sweep forwards the stop to it exactly once: a trainer takes a
-         second signal as "stop now, without the checkpoint", and a terminal's Ctrl-C,
-         `timeout` (the child, then its group) or a wrapping script would otherwise deliver
-         two. The sweep waits up to STOP_GRACE_S for the run's last checkpoint, then kills
-         it. (A sweep killed with SIGKILL leaves its run going.)
+         SIGTERM, SIGHUP or Ctrl-C stops the run in progress (marked interrupted, its time
+         so far recorded) and the sweep, with exit status 128 + the signal's number (143,
+         129, 130); one that the sweep started with ignored (`nohup`) stays ignored. The
+         run has a session of its own, and the sweep passes the stop on to its main process
+         once (Ctrl-C as SIGINT, the others as SIGTERM): a trainer takes a second signal as
+         "stop now, without the checkpoint", and a terminal's Ctrl-C or `timeout` (the
+         child, then its group) would otherwise deliver two. Repeats are ignored while the
+         sweep waits up to STOP_GRACE_S for the run's last checkpoint; then it kills the
+         run's process group. A scheduler that signals every process of a job (SLURM,
+         systemd) reaches the run as well, which then gets the stop twice: under SLURM use
+         the slurm runner. A sweep killed with SIGKILL leaves its run going.
   slurm  writes SWEEP_DIR/sweep.sbatch, a job array with one task per run, and submits it
          (`--sbatch_args`, `--max_parallel`; `--dry_run` prints the sbatch command instead).
   print  prints the commands, one per line, and writes nothing.
@@ -166,66 +170,95 @@ class Sweep:
     return self.out / "logs" / f"{name}.log"
 
 
-# Signals that stop a sweep: a scheduler's time limit or `timeout` (SIGTERM), a closed terminal
-# (SIGHUP: the run, in its own session, would not see it), Ctrl-C (SIGINT, KeyboardInterrupt).
-_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+# Signals that stop a sweep: Ctrl-C, a scheduler's time limit or `timeout`, a closed terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class _Terminated(Exception):
-  """SIGTERM or SIGHUP arrived: stop like Ctrl-C."""
+class _Interrupted(Exception):
+  """A stop signal arrived while the sweep was waiting on a run."""
 
 
-def _terminate(signum, frame):
-  del signum, frame
-  # `timeout` signals its child and then the child's process group: handle the first only.
-  for repeat in _TERMINATING:
-    signal.signal(repeat, signal.SIG_IGN)
-  raise _Terminated
+class _Stop:
+  """The first stop signal, recorded at once, its repeats ignored from then on (`timeout`
+  signals its child and then the child's group). It interrupts only the wait on a run; one
+  that comes while a run starts or between runs is seen by the checks around them."""
+
+  def __init__(self):
+    self.signum: int | None = None
+    self.waiting = False
+    self._previous = {}
+
+  def __enter__(self) -> _Stop:
+    for signum in STOP_SIGNALS:
+      if signal.getsignal(signum) is not signal.SIG_IGN:  # `nohup`: keep ignoring it
+        self._previous[signum] = signal.signal(signum, self._handle)
+    return self
+
+  def __exit__(self, *exc) -> None:
+    for signum, handler in self._previous.items():
+      signal.signal(signum, handler)
+
+  def _handle(self, signum, frame) -> None:
+    del frame
+    for repeat in self._previous:
+      signal.signal(repeat, signal.SIG_IGN)
+    self.signum = signum
+    if self.waiting:
+      raise _Interrupted
+
+  @property
+  def exit_status(self) -> int:
+    return 128 + self.signum
+
+  @property
+  def name(self) -> str:
+    return signal.Signals(self.signum).name
 
 
-def _run_attempt(argv: list[str], log: pathlib.Path) -> int:
+def _run_attempt(argv: list[str], log: pathlib.Path, stop: _Stop) -> int | None:
   """Runs one attempt of a run, output appended to `log`, in a session (process group) of its
-  own; stops it once if the sweep is stopped."""
+  own; its exit status, or None if the sweep was stopped first (the run then stopped too)."""
   with log.open("a") as f:
     proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-      return proc.wait()
-    except BaseException as stop:
-      _stop_once(proc, signal.SIGINT if isinstance(stop, KeyboardInterrupt) else signal.SIGTERM)
-      raise
+      stop.waiting = True
+      if stop.signum is None:  # else the stop came while the run was starting
+        return proc.wait()
+    except _Interrupted:
+      pass
+    finally:
+      stop.waiting = False
+    if proc.poll() is not None:  # it ended before the stop could reach it
+      return proc.returncode
+    _stop_run(proc, stop.signum)
+    return None
 
 
-def _stop_once(proc: subprocess.Popen, signum: int) -> None:
-  """Sends `signum` to the run's process group, ignoring any repeat of the stop meanwhile, and
-  waits for the run to save its checkpoint and exit (killed after STOP_GRACE_S)."""
-  for repeat in (signal.SIGINT, *_TERMINATING):
-    signal.signal(repeat, signal.SIG_IGN)
-  try:
-    os.killpg(proc.pid, signum)
-  except ProcessLookupError:  # it had already exited
-    pass
+def _stop_run(proc: subprocess.Popen, signum: int) -> None:
+  """Passes the stop on to the run's main process (a launcher such as launch/local.sh passes it
+  on to its own), waits for its checkpoint, and kills its process group after STOP_GRACE_S."""
+  proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
   try:
     proc.wait(timeout=STOP_GRACE_S)
   except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)  # not yet reaped: the group is still the run's
     proc.wait()
 
 
 def run_local(sweep: Sweep) -> int:
   """Runs every run not yet done, in order; 1 if any failed."""
-  previous = {signum: signal.signal(signum, _terminate) for signum in _TERMINATING}
-  previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
-  try:
-    return _run_all(sweep)
-  finally:
-    for signum, handler in previous.items():
-      signal.signal(signum, handler)
+  with _Stop() as stop:
+    return _run_all(sweep, stop)
 
 
-def _run_all(sweep: Sweep) -> int:
+def _run_all(sweep: Sweep, stop: _Stop) -> int:
   total = len(sweep.runs)
   for i, run in enumerate(sweep.runs, 1):
     label = f"[{i}/{total}] {run['name']}"
+    if stop.signum is not None:  # it came after the last run ended
+      print(f"stopped by {stop.name} before {label}; rerun the sweep to go on",
+            file=sys.stderr, flush=True)
+      raise SystemExit(stop.exit_status)
     if run["status"] == "done":
       print(f"{label}: already done", flush=True)
       continue
@@ -248,19 +281,18 @@ def _run_all(sweep: Sweep) -> int:
                  seconds=round(seconds_before + time.monotonic() - start, 1))
       sweep.save()
 
-    try:
-      if log.exists() and log.stat().st_size:
-        with log.open("a") as f:
-          f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
-      run.update(status="running", log=str(log), attempts=attempt)
-      sweep.save()
-      print(f"{label}: running (log {log})", flush=True)
-      code = _run_attempt(sweep.argv[run["name"]], log)
-    except (KeyboardInterrupt, _Terminated) as stop:
+    if log.exists() and log.stat().st_size:
+      with log.open("a") as f:
+        f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
+    run.update(status="running", log=str(log), attempts=attempt)
+    sweep.save()
+    print(f"{label}: running (log {log})", flush=True)
+    code = _run_attempt(sweep.argv[run["name"]], log, stop)
+    if code is None:
       record("interrupted")
-      print(f"{label}: interrupted after {run['seconds']} s; rerun the sweep to resume it",
-            file=sys.stderr, flush=True)
-      raise SystemExit(143 if isinstance(stop, _Terminated) else 130) from None
+      print(f"{label}: interrupted by {stop.name} after {run['seconds']} s; rerun the sweep "
+            "to resume it", file=sys.stderr, flush=True)
+      raise SystemExit(stop.exit_status)
     record("done" if code == 0 else "failed", code)
     print(f"{label}: {run['status']} in {run['seconds']} s"
           + ("" if code == 0 else f" (exit status {code})"), flush=True)

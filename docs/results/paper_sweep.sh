@@ -24,7 +24,8 @@ stopped=
 sweep=$!
 trap 'stopped=1; kill -TERM "$sweep" 2>/dev/null' INT TERM
 # `wait` returns early when a trap runs: wait again until the sweep has exited.
-while wait "$sweep"; status=$?; kill -0 "$sweep" 2>/dev/null; do :; done
+while wait "$sweep"; status=$?; [ -n "$(jobs -pr)" ]; do :; done
+trap - INT TERM
 [ -z "$stopped" ] || exit "$status"
 if [ -n "${GREEDY:-}" ]; then
   for run in $("$py" -c 'import json, sys

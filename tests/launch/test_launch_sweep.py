@@ -167,7 +167,7 @@ echo "trained"
   proc.terminate()
   proc.send_signal(signal.SIGTERM)  # `timeout` signals twice (child, then its group)
   _, stderr = proc.communicate(timeout=60)
-  assert proc.returncode == 143 and "interrupted after" in stderr, stderr
+  assert proc.returncode == 143 and "interrupted by SIGTERM after" in stderr, stderr
   assert "Traceback" not in stderr
   (run,) = json.loads((out / "sweep.json").read_text())["runs"]
   assert run["status"] == "interrupted" and run["attempts"] == 1 and run["seconds"] >= 1.0
@@ -213,8 +213,17 @@ sys.exit(143 if got[0] == signal.SIGTERM else 130)
 def _wait_for_the_run(tmp_path: pathlib.Path, proc: subprocess.Popen) -> None:
   deadline = time.monotonic() + 90
   while not (tmp_path / "ready").exists():
-    assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+    if time.monotonic() > deadline or proc.poll() is not None:
+      proc.kill()
+      pytest.fail(f"the run did not start: {proc.communicate(timeout=30)}")
     time.sleep(0.1)
+
+
+def _kill_group(pid: int) -> None:
+  try:
+    os.killpg(pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
 
 
 def _paper_sweep_command(tmp_path: pathlib.Path, out: pathlib.Path) -> list[str]:
@@ -223,12 +232,15 @@ def _paper_sweep_command(tmp_path: pathlib.Path, out: pathlib.Path) -> list[str]
           f"--python={_checkpointing_trainer(tmp_path)}"]
 
 
-@pytest.mark.parametrize("how", ["timeout", "ctrl_c", "hangup", "timeout_around_a_wrapper"])
-def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how):
+@pytest.mark.parametrize("how, sent, status", [
+    ("timeout", "SIGTERM", 143), ("ctrl_c", "SIGINT", 130), ("hangup", "SIGTERM", 129),
+    ("timeout_around_a_wrapper", "SIGTERM", 143)])
+def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how, sent, status):
   """`timeout` signals its child and then the child's process group, a terminal's Ctrl-C the
   whole foreground group, a closed terminal hangs up on the sweep alone (the run has a session
-  of its own), a wrapping script forwards what it gets: the run must still see the stop once (a trainer takes a second signal as "stop now, without the checkpoint"), and the
-  command must not return before the run has saved."""
+  of its own), a wrapping script forwards what it gets. The run must still see the stop once
+  (a trainer takes a second signal as "stop now, without the checkpoint"), and the command must
+  not return before the run has saved."""
   out = tmp_path / "sweep"
   env = dict(os.environ, PYTHON=sys.executable, ARGS="size=tiny", TASKS="add_int", PES="rope",
              SEEDS="0")
@@ -239,22 +251,28 @@ def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how)
                f"--out={out}", f"--python={_checkpointing_trainer(tmp_path)}"]
   if how.startswith("timeout"):
     command = ["timeout", "-s", "TERM", "600", *command]
+  # A terminal's group of its own; Ctrl-C reaches it even where pytest runs with SIGINT ignored.
   proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, start_new_session=True)
-  _wait_for_the_run(tmp_path, proc)
-  if how == "ctrl_c":
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends
-  elif how == "hangup":
-    proc.send_signal(signal.SIGHUP)
-  else:
-    proc.send_signal(signal.SIGTERM)  # `timeout` relays it to its child, then to the group
-  _, stderr = proc.communicate(timeout=120)
-  assert (tmp_path / "saved").exists(), stderr  # saved before the command returned
-  expected = "SIGINT" if how == "ctrl_c" else "SIGTERM"
-  assert (tmp_path / "signals").read_text().split() == [expected]
-  assert proc.returncode == (130 if how == "ctrl_c" else 143), stderr
-  (run,) = json.loads((out / "sweep.json").read_text())["runs"]
-  assert run["status"] == "interrupted", run
+                          stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+  try:
+    _wait_for_the_run(tmp_path, proc)
+    if how == "ctrl_c":
+      os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends
+    elif how == "hangup":
+      proc.send_signal(signal.SIGHUP)
+    else:
+      proc.send_signal(signal.SIGTERM)  # `timeout` relays it to its child, then to the group
+    _, stderr = proc.communicate(timeout=120)
+    assert (tmp_path / "saved").exists(), stderr  # saved before the command returned
+    assert (tmp_path / "signals").read_text().split() == [sent]
+    assert proc.returncode == status, stderr
+    (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+    assert run["status"] == "interrupted", run
+  finally:
+    _kill_group(proc.pid)
+    if (tmp_path / "ready").exists():
+      _kill_group(int((tmp_path / "ready").read_text()))  # the run's own session
 
 
 def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_path):

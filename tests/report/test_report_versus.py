@@ -7,6 +7,9 @@ import pytest
 
 from nupa_jax.report import versus
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PUBLISHED = sorted((ROOT / "docs" / "results").glob("**/versus.json"))
+
 
 def _run(root, name, seed, value, samples, evaluation=None):
   run = root / name
@@ -66,9 +69,6 @@ def test_bad_rows_name_the_problem(tmp_path, change, message):
   with pytest.raises(versus.SpecError, match=message):
     versus.row(spec)
 
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PUBLISHED = sorted((ROOT / "docs" / "results").glob("**/versus.json"))
 
 
 @pytest.mark.parametrize("spec", PUBLISHED, ids=lambda p: p.parent.name)

@@ -84,9 +84,10 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
 
 def test_every_compiler_option_compiles_and_keeps_the_first_step(tmp_path):
   """XLA rejects an option it does not know at compile time: every variant with compiler
-  options, the GPU-only ones included, must compile (on CPU they are accepted and ignored), and
-  no option may change the first step's loss or gradient norm beyond bf16 rounding."""
-  import benchmark_step_variants  # noqa: PLC0415  (benchmarks/ is not a package)
+  options must compile. On CPU the GPU-only options are accepted and ignored, so here the
+  first-step parity checks only the variants' model overrides; on a GPU the same script checks
+  the options too."""
+  import benchmark_step_variants  # pylint: disable=g-import-not-at-top  (not a package)
   out = tmp_path / "variants.jsonl"
   names = ["base"] + [name for name, variant in benchmark_step_variants.VARIANTS.items()
                       if variant.compiler_options]
@@ -104,4 +105,5 @@ def test_every_compiler_option_compiles_and_keeps_the_first_step(tmp_path):
   base = results[0]
   for r in results[1:]:
     assert abs(r["first_loss"] - base["first_loss"]) < 1e-3 * base["first_loss"], r["variant"]
-    assert abs(r["first_grad_norm"] - base["first_grad_norm"]) < 1e-2 * base["first_grad_norm"]
+    assert abs(r["first_grad_norm"] - base["first_grad_norm"]) < 1e-2 * base["first_grad_norm"], (
+        r["variant"])

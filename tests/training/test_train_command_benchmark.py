@@ -1,5 +1,6 @@
 """benchmarks/benchmark_train_command.py: its steady-throughput arithmetic, and a CPU smoke run
 of the real training command next to the step-only figure."""
+import argparse
 import importlib.util
 import json
 import os
@@ -64,7 +65,7 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
 
 def test_without_a_config_the_pe_family_is_timed_from_any_directory(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
-  args = _module().argparse.Namespace(config="", pe="nope", task="add_float", size="tiny")
+  args = argparse.Namespace(config="", pe="nope", task="add_float", size="tiny")
   assert _module().config_spec(args) == (
       f"{ROOT / 'configs' / 'pe.py'}:pe=nope,task=add_float,size=tiny")
 
@@ -74,4 +75,3 @@ def test_refuses_an_existing_workdir(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
                           capture_output=True, text=True, timeout=120)
   assert result.returncode != 0 and "would resume the run in it" in result.stderr
-
