@@ -195,8 +195,9 @@ class _Stop:
     return self
 
   def __exit__(self, *exc) -> None:
-    for signum, handler in self._previous.items():
-      signal.signal(signum, handler)
+    if self.signum is None:  # after a stop, repeats stay ignored while the sweep exits
+      for signum, handler in self._previous.items():
+        signal.signal(signum, handler)
 
   def _handle(self, signum, frame) -> None:
     del frame
