@@ -18,10 +18,9 @@ shift 2
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-python3}
 stopped=
-"$py" launch/sweep.py --config="configs/paper.py:table=$table${ARGS:+,$ARGS}" \
-  --grid "task=${TASKS:?set TASKS};pe=${PES:-rope,nope,alibi};seed=${SEEDS:-0,1,2}" \
-  --out "$out" --runner local --config.data.num_workers="${NUM_WORKERS:-6}" "$@" &
-sweep=$!
+docs/results/local_sweep.sh "configs/paper.py:table=$table${ARGS:+,$ARGS}" \
+  "task=${TASKS:?set TASKS};pe=${PES:-rope,nope,alibi};seed=${SEEDS:-0,1,2}" "$out" "$@" &
+sweep=$!  # local_sweep.sh execs the sweep: this is its process
 trap 'stopped=1; kill -TERM "$sweep" 2>/dev/null' INT TERM
 # `wait` returns early when a trap runs: wait again until the sweep has exited.
 while wait "$sweep"; status=$?; [ -n "$(jobs -pr)" ]; do :; done
