@@ -32,14 +32,14 @@ _DEVICE = flags.DEFINE_bool("device", False, "make global jax.Arrays on all loca
 
 
 def _config() -> ml_collections.ConfigDict:
-  config = ml_collections.ConfigDict({"data": data.defaults()})
+  config = ml_collections.ConfigDict({"data": data.defaults(),
+                                      "train": {"batch_size": _BATCH.value}})
   weights = {}
   for item in _TASKS.value.split(","):
     name, _, weight = item.partition(":")
     weights[name] = float(weight or 1.0)
   config.data.tasks = weights
   config.data.train_digits = tuple(int(d) for d in _DIGITS.value.split(","))
-  config.data.batch_size = _BATCH.value
   config.data.packing = _PACKING.value
   config.data.samples_per_row = _PER_ROW.value
   config.data.seq_len = _SEQ_LEN.value
