@@ -24,6 +24,7 @@ import ml_collections
 
 from nupa_jax import paths as paths_lib
 from nupa_jax import settings
+from nupa_jax import metrics
 from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
 from nupa_jax.metrics import METRICS
 from nupa_jax.report import trained
@@ -245,10 +246,21 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
   return out
 
 
+# Fields added to the config after runs were made, with the value that reproduces what those
+# runs did (the scoring rules' defaults are the rules that came before them): a run saved
+# without one reads as holding that value.
+_ADDED_FIELDS = {
+    "eval.learned_digits_rule": metrics.DEFAULT_LEARNED_DIGITS_RULE,
+    "eval.dlength_rule": metrics.DEFAULT_DLENGTH_RULE,
+}
+
+
 def _upgraded(raw: dict[str, Any]) -> dict[str, Any]:
-  """The flattened config with legacy fields in today's names (`settings.upgrade`), in the
-  saved order: seeds run before and after a knob was renamed then read as one setting."""
+  """The flattened config with legacy fields in today's names (`settings.upgrade`) and the
+  fields added since at the value the run behaved as (`_ADDED_FIELDS`), in the saved order:
+  seeds run before and after a knob was renamed or added then read as one setting."""
   upgraded = flatten(settings.plain(settings.upgrade(ml_collections.ConfigDict(raw))))
+  upgraded = {**_ADDED_FIELDS, **upgraded}
   return {k: upgraded[k] for k in dict.fromkeys([*flatten(raw), *upgraded]) if k in upgraded}
 
 

@@ -172,12 +172,14 @@ def test_seeds_before_and_after_a_knob_was_renamed_are_one_setting(tmp_path):
 
 
 def test_speed_only_fields_do_not_split_seeds_into_settings(tmp_path):
-  """Two seeds run with other grain workers and the optimizer state placed otherwise are one
-  setting; a learning rate apart is two."""
+  """Two seeds run with other grain workers, the optimizer state placed otherwise and other
+  parameter layouts and GEMM backend are one setting; a learning rate apart is two."""
   paths = [make_run(tmp_path / f"s{seed}", seed=seed) for seed in (0, 1, 2)]
   for path, fields in zip(paths, ({"data": {"num_workers": 6}, "mesh": {}},
                                   {"data": {"num_workers": 12},
-                                   "mesh": {"shard_optimizer_over_data": True}},
+                                   "mesh": {"shard_optimizer_over_data": True},
+                                   "model": {"fused_projections": True, "split_layers": True},
+                                   "train": {"gpu_triton_gemm": False}},
                                   {"train": {"learning_rate": 1e-3}})):
     config = json.loads((path / "config.json").read_text())
     for section, values in fields.items():
@@ -185,3 +187,18 @@ def test_speed_only_fields_do_not_split_seeds_into_settings(tmp_path):
     (path / "config.json").write_text(json.dumps(config))
   groups = group_entries(load(paths, quiet))
   assert [len(g.entries) for g in groups] == [2, 1]
+
+
+def test_runs_from_before_the_scoring_rules_existed_read_as_their_defaults(tmp_path):
+  """A run saved before config.eval had learned_digits_rule / dlength_rule was scored by the
+  rules that are today's defaults: it is a seed of the run that states them, not of the run
+  scored by the official rule."""
+  paths = [make_run(tmp_path / f"s{seed}", seed=seed) for seed in (0, 1, 2)]
+  rules = (None, {"learned_digits_rule": "prefix", "dlength_rule": "parts"},
+           {"learned_digits_rule": "official", "dlength_rule": "parts"})
+  for path, rule in zip(paths, rules):
+    config = json.loads((path / "config.json").read_text())
+    config.setdefault("eval", {}).update(rule or {})
+    (path / "config.json").write_text(json.dumps(config))
+  groups = group_entries(load(paths, quiet))
+  assert [[e.path.name for e in g.entries] for g in groups] == [["s0", "s1"], ["s2"]]
