@@ -2,7 +2,8 @@
 
     python launch/sweep.py --config=configs/pe.py[:size=tiny] \\
         --grid "pe=rope,nope,alibi;task=add_int,add_float;seed=0,1,2" \\
-        [--runner local|slurm|print] [--out SWEEP_DIR] [--python PY] [--config.a.b=v ...]
+        [--runner local|slurm|print] [--out SWEEP_DIR] [--python PY] [--retries N] \\
+        [--config.a.b=v ...]
 
 The grid is the product of its `key=v1,v2,...` groups (`;`-separated), in the order given.
 A key is one of:
@@ -25,7 +26,10 @@ Runners:
          failed / interrupted) saved after each; a failed run does not stop the sweep, but is
          listed at the end and makes the exit status 1. Rerunning skips runs already done and
          resumes the others from their checkpoints (the trainer resumes a workdir), appending
-         to their logs; `seconds` adds up every attempt's wall time. A run whose name this
+         to their logs; `seconds` adds up every attempt's wall time. `--retries N` starts a
+         failed run again at once, up to N times, resuming from its last checkpoint (a
+         worker that died, a device error); each attempt is marked in its log and counted in
+         `attempts`. A run whose name this
          folder ran before with another command is refused while its workdir exists (status
          refused, counted with the failed runs).
          SIGTERM, SIGHUP or Ctrl-C stops the run in progress (marked interrupted, its time
@@ -246,13 +250,41 @@ def _stop_run(proc: subprocess.Popen, signum: int) -> None:
     proc.wait()
 
 
-def run_local(sweep: Sweep) -> int:
-  """Runs every run not yet done, in order; 1 if any failed."""
+def run_local(sweep: Sweep, retries: int = 0) -> int:
+  """Runs every run not yet done, in order, each failed one again up to `retries` times; 1 if
+  any failed."""
   with _Stop() as stop:
-    return _run_all(sweep, stop)
+    return _run_all(sweep, stop, retries)
 
 
-def _run_all(sweep: Sweep, stop: _Stop) -> int:
+def _attempts(sweep: Sweep, run: dict, log: pathlib.Path, stop: _Stop, retries: int,
+              label: str) -> int | None:
+  """Runs `run` until it succeeds or has failed `retries` + 1 times (each attempt resumes from
+  the checkpoints of the last); its last exit status, or None if the sweep was stopped."""
+  retry = 0
+  while True:
+    attempt = run.get("attempts", 0) + 1
+    if log.exists() and log.stat().st_size:
+      with log.open("a") as f:
+        f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
+    run.update(status="running", log=str(log), attempts=attempt)
+    sweep.save()
+    code = _run_attempt(sweep.argv[run["name"]], log, stop)
+    if code is None:
+      return None
+    if code != 0:
+      tail = log.read_text(errors="replace").splitlines()[-15:]
+      print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
+    if code == 0 or retry == retries:
+      return code
+    if stop.signum is not None:  # it came while this attempt was failing
+      return None
+    retry += 1
+    print(f"{label}: attempt {attempt} failed (exit status {code}); starting it again from its "
+          f"last checkpoint (retry {retry} of {retries})", file=sys.stderr, flush=True)
+
+
+def _run_all(sweep: Sweep, stop: _Stop, retries: int) -> int:
   total = len(sweep.runs)
   for i, run in enumerate(sweep.runs, 1):
     label = f"[{i}/{total}] {run['name']}"
@@ -273,7 +305,6 @@ def _run_all(sweep: Sweep, stop: _Stop) -> int:
       continue
     log = sweep.log_path(run["name"])
     log.parent.mkdir(parents=True, exist_ok=True)
-    attempt = run.get("attempts", 0) + 1
     start = time.monotonic()
     seconds_before = run.get("seconds", 0.0)
 
@@ -282,13 +313,8 @@ def _run_all(sweep: Sweep, stop: _Stop) -> int:
                  seconds=round(seconds_before + time.monotonic() - start, 1))
       sweep.save()
 
-    if log.exists() and log.stat().st_size:
-      with log.open("a") as f:
-        f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
-    run.update(status="running", log=str(log), attempts=attempt)
-    sweep.save()
     print(f"{label}: running (log {log})", flush=True)
-    code = _run_attempt(sweep.argv[run["name"]], log, stop)
+    code = _attempts(sweep, run, log, stop, retries, label)
     if code is None:
       record("interrupted")
       print(f"{label}: interrupted by {stop.name} after {run['seconds']} s; rerun the sweep "
@@ -297,9 +323,6 @@ def _run_all(sweep: Sweep, stop: _Stop) -> int:
     record("done" if code == 0 else "failed", code)
     print(f"{label}: {run['status']} in {run['seconds']} s"
           + ("" if code == 0 else f" (exit status {code})"), flush=True)
-    if code != 0:
-      tail = log.read_text(errors="replace").splitlines()[-15:]
-      print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
   failed = [r for r in sweep.runs if r["status"] != "done"]
   if failed:
     print(f"{len(failed)} of {total} runs failed: "
@@ -369,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--python", default=os.environ.get("PYTHON", sys.executable),
                       help="interpreter that runs -m nupa_jax.train (default $PYTHON, else "
                            "this one)")
+  parser.add_argument("--retries", type=int, default=0,
+                      help="local: start a failed run again up to this many times, resuming "
+                           "from its last checkpoint (default 0)")
   parser.add_argument("--sbatch_args", default="", help="slurm: options for sbatch")
   parser.add_argument("--max_parallel", type=int, default=0,
                       help="slurm: at most this many array tasks at once (0 = no limit)")
@@ -379,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
   if bad:
     parser.error(f"unrecognized arguments {bad}; config overrides are written "
                  "--config.a.b=value")
+  if args.retries < 0:
+    parser.error(f"--retries={args.retries}: give 0 or more")
   config_file = args.config.partition(":")[0]
   if not pathlib.Path(config_file).is_file():
     parser.error(f"--config={args.config}: no file {config_file} (run from the repository "
@@ -402,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                  "runner": args.runner}, runs)
   if args.runner == "slurm":
     return run_slurm(sweep, shlex.split(args.sbatch_args), args.max_parallel, args.dry_run)
-  return run_local(sweep)
+  return run_local(sweep, args.retries)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 #   docs/results/paper_sweep.sh TABLE SWEEP_DIR [extra launch/sweep.py flags]
 #
 # Selectors: TASKS (required), PES (default rope,nope,alibi), SEEDS (default 0,1,2), ARGS (more
-# configs/paper.py arguments, e.g. ARGS=mix=uniform), NUM_WORKERS (grain workers, default 6).
+# configs/paper.py arguments, e.g. ARGS=mix=uniform), NUM_WORKERS (grain workers, default 6),
+# RETRIES (how often a failed run is started again, default 1).
 # GREEDY=1 also evaluates each finished run's final checkpoint with greedy decoding
 # (`nupa_jax.evaluate --decoding=greedy`, into the run's eval/evaluations/), beside the run's
 # own evaluation with the paper's sampling. Rerunning skips what is done.

@@ -37,6 +37,24 @@ echo "trained"
   return path
 
 
+def _flaky_python(tmp_path: pathlib.Path, fail_on: str, failures: int) -> pathlib.Path:
+  """Like _fake_python, but a run with `fail_on` among its arguments fails (status 9) only on
+  its first `failures` calls: a worker that died, not a bad config."""
+  path = tmp_path / "flaky_python"
+  path.write_text(f"""#!/usr/bin/env bash
+printf '%s\\n' "$*" >> {tmp_path}/calls
+for arg in "$@"; do
+  if [[ "$arg" == {shlex.quote(fail_on)} ]]; then
+    n=$(( $(cat {tmp_path}/failed 2>/dev/null || echo 0) + 1 ))
+    if [ "$n" -le {failures} ]; then echo "$n" > {tmp_path}/failed; echo "worker died $n" >&2; exit 9; fi
+  fi
+done
+echo "trained"
+""")
+  path.chmod(0o755)
+  return path
+
+
 def _calls(tmp_path: pathlib.Path) -> list[str]:
   path = tmp_path / "calls"
   return path.read_text().splitlines() if path.exists() else []
@@ -120,6 +138,26 @@ def test_local_runner_reports_a_failing_run_and_reruns_only_it(tmp_path):
   result = _sweep(*args)  # runs already done are skipped; the failed one is retried
   assert result.returncode == 1 and len(_calls(tmp_path)) == 4
   assert "--config.seed=1" in _calls(tmp_path)[-1]
+
+
+@pytest.mark.parametrize("retries, failures, status, attempts", [
+    (2, 2, "done", 3),     # the third attempt trains
+    (1, 2, "failed", 2),   # out of retries: failed, as without them
+])
+def test_retries_start_a_failed_run_again(tmp_path, retries, failures, status, attempts):
+  python = _flaky_python(tmp_path, fail_on="--config.seed=1", failures=failures)
+  out = tmp_path / "sweep"
+  result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope;seed=0,1", f"--out={out}",
+                  f"--python={python}", f"--retries={retries}")
+  assert result.returncode == (0 if status == "done" else 1), result.stderr
+  runs = json.loads((out / "sweep.json").read_text())["runs"]
+  assert [(r["status"], r["attempts"]) for r in runs] == [("done", 1), (status, attempts)]
+  assert [c.count("--config.seed=1") for c in _calls(tmp_path)] == [0] + [1] * attempts
+  log = (out / "logs" / "pe-rope_seed-1.log").read_text()
+  assert log.count("--- attempt ") == attempts - 1
+  assert "worker died 1" in log and f"worker died {failures}" in log
+  assert f"attempt 1 failed (exit status 9); starting it again" in result.stderr
+  assert ("trained" in log) == (status == "done")
 
 
 def test_slurm_dry_run_writes_a_job_array_that_runs_each_run(tmp_path):
