@@ -27,11 +27,12 @@ Runners:
          listed at the end and makes the exit status 1. Rerunning skips runs already done and
          resumes the others from their checkpoints (the trainer resumes a workdir), appending
          to their logs; `seconds` adds up every attempt's wall time. `--retries N` starts a
-         failed run again at once, up to N times, resuming from its last checkpoint (a
-         worker that died, a device error); each attempt is marked in its log and counted in
-         `attempts`. A run whose name this
-         folder ran before with another command is refused while its workdir exists (status
-         refused, counted with the failed runs).
+         failed run again at once, up to N times, resuming from its last checkpoint if it
+         saved one (a worker that died, a device error), but not one that cannot end
+         otherwise (a usage or config error, a diverged loss, a signal sent to the run
+         itself); each attempt is marked in its log and counted in `attempts`. A run whose
+         name this folder ran before with another command is refused while its workdir
+         exists (status refused, counted with the failed runs).
          SIGTERM, SIGHUP or Ctrl-C stops the run in progress (marked interrupted, its time
          so far recorded) and the sweep, with exit status 128 + the signal's number (143,
          129, 130); one that the sweep started with ignored (`nohup`) stays ignored. The
@@ -69,6 +70,10 @@ SEED_FLAGS = ("--config.seed",)
 SWEEP_FILE = "sweep.json"
 # How long a stopped run may take to save its checkpoint and exit before it is killed.
 STOP_GRACE_S = 300
+# Exit statuses of a run that another attempt would end the same way: a usage or config error,
+# a diverged loss, a stop sent to the run's own processes.
+FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED} | {
+    128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)})
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -259,8 +264,9 @@ def run_local(sweep: Sweep, retries: int = 0) -> int:
 
 def _attempts(sweep: Sweep, run: dict, log: pathlib.Path, stop: _Stop, retries: int,
               label: str) -> int | None:
-  """Runs `run` until it succeeds or has failed `retries` + 1 times (each attempt resumes from
-  the checkpoints of the last); its last exit status, or None if the sweep was stopped."""
+  """Runs `run` until it succeeds, fails for good (FINAL_STATUSES) or has failed `retries` + 1
+  times, each attempt resuming from the checkpoints of the last; its last exit status, or None
+  if the sweep was stopped. Each attempt's time and status are saved as soon as it ends."""
   retry = 0
   while True:
     attempt = run.get("attempts", 0) + 1
@@ -269,19 +275,22 @@ def _attempts(sweep: Sweep, run: dict, log: pathlib.Path, stop: _Stop, retries: 
         f.write(f"--- attempt {attempt} ({time.strftime('%Y-%m-%d %H:%M:%S')}) ---\n")
     run.update(status="running", log=str(log), attempts=attempt)
     sweep.save()
+    start = time.monotonic()
     code = _run_attempt(sweep.argv[run["name"]], log, stop)
+    run.update(returncode=code,
+               seconds=round(run.get("seconds", 0.0) + time.monotonic() - start, 1))
+    sweep.save()
     if code is None:
       return None
     if code != 0:
       tail = log.read_text(errors="replace").splitlines()[-15:]
       print("\n".join(f"    {line}" for line in tail), file=sys.stderr, flush=True)
-    if code == 0 or retry == retries:
+    if code == 0 or code in FINAL_STATUSES or retry == retries or stop.signum is not None:
       return code
-    if stop.signum is not None:  # it came while this attempt was failing
-      return None
     retry += 1
-    print(f"{label}: attempt {attempt} failed (exit status {code}); starting it again from its "
-          f"last checkpoint (retry {retry} of {retries})", file=sys.stderr, flush=True)
+    print(f"{label}: attempt {attempt} failed (exit status {code}); starting it again, from "
+          f"its last checkpoint if it saved one (retry {retry} of {retries})", file=sys.stderr,
+          flush=True)
 
 
 def _run_all(sweep: Sweep, stop: _Stop, retries: int) -> int:
@@ -305,22 +314,14 @@ def _run_all(sweep: Sweep, stop: _Stop, retries: int) -> int:
       continue
     log = sweep.log_path(run["name"])
     log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    seconds_before = run.get("seconds", 0.0)
-
-    def record(status: str, code: int | None = None) -> None:
-      run.update(status=status, returncode=code,
-                 seconds=round(seconds_before + time.monotonic() - start, 1))
-      sweep.save()
-
     print(f"{label}: running (log {log})", flush=True)
     code = _attempts(sweep, run, log, stop, retries, label)
+    run["status"] = "interrupted" if code is None else "done" if code == 0 else "failed"
+    sweep.save()
     if code is None:
-      record("interrupted")
       print(f"{label}: interrupted by {stop.name} after {run['seconds']} s; rerun the sweep "
             "to resume it", file=sys.stderr, flush=True)
       raise SystemExit(stop.exit_status)
-    record("done" if code == 0 else "failed", code)
     print(f"{label}: {run['status']} in {run['seconds']} s"
           + ("" if code == 0 else f" (exit status {code})"), flush=True)
   failed = [r for r in sweep.runs if r["status"] != "done"]

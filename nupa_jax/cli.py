@@ -4,8 +4,9 @@ Every entry point (`nupa_jax.train`, `evaluate`, `evaluate_llm`, `benchmark`, `r
 `launch/sweep.py`) reports what the user typed wrong here, the same way: a config field that
 does not exist (with the nearest name), a config argument or name the config rejects, a path
 that is a file where a directory is needed or a directory it cannot write in. Status 2 (as
-argparse's own usage errors) tells a command line that cannot run from a run that failed (1)
-or was stopped (130 / 143), so scripts and schedulers can stop retrying it.
+argparse's own usage errors) tells a command line that cannot run from a run that diverged
+(`DIVERGED`), failed (1) or was stopped (130 / 143), so scripts and schedulers can stop
+retrying it.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from ml_collections.config_flags.config_flags import is_config_flag
 from nupa_jax import paths
 
 USAGE = 2  # the exit status of every usage error
+DIVERGED = 3  # nupa_jax.train's when the loss became non-finite: a rerun diverges again
 # Errors of a path the user gave: raised by the file system, reported as usage errors by the
 # tools whose inputs and outputs are paths.
 PATH_ERRORS = (FileNotFoundError, NotADirectoryError, FileExistsError, IsADirectoryError,

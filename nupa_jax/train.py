@@ -46,7 +46,7 @@ def main(argv):
     sys.exit(e.exit_status)
   except trainer.DivergedError as e:
     print(f"training diverged: {e}", file=sys.stderr)
-    sys.exit(1)
+    sys.exit(cli.DIVERGED)
 
 
 if __name__ == "__main__":

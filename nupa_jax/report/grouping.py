@@ -38,8 +38,8 @@ MAX_KEYS = 3
 
 # Config fields that change how fast a run goes, never what it computes: runs differing only in
 # these are the same setting (data is a pure function of (seed, index), whatever the workers;
-# the optimizer state's placement, fused or split parameter layouts and the GEMM backend change
-# the float order of a sum, no more).
+# the optimizer state's placement changes the float order of a gradient sum; fused projections,
+# per-layer parameter splits and the GEMM backend change float rounding, no more).
 NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "train.log_every",
                           "checkpoint.async_save", "checkpoint.every", "checkpoint.keep",
                           "eval.batch_size", "mesh.shard_optimizer_over_data",

@@ -24,8 +24,9 @@ import ml_collections
 
 from nupa_jax import paths as paths_lib
 from nupa_jax import settings
-from nupa_jax import metrics
 from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
+from nupa_jax.metrics import DEFAULT_DLENGTH_RULE
+from nupa_jax.metrics import DEFAULT_LEARNED_DIGITS_RULE
 from nupa_jax.metrics import METRICS
 from nupa_jax.report import trained
 
@@ -250,8 +251,8 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 # runs did (the scoring rules' defaults are the rules that came before them): a run saved
 # without one reads as holding that value.
 _ADDED_FIELDS = {
-    "eval.learned_digits_rule": metrics.DEFAULT_LEARNED_DIGITS_RULE,
-    "eval.dlength_rule": metrics.DEFAULT_DLENGTH_RULE,
+    "eval.learned_digits_rule": DEFAULT_LEARNED_DIGITS_RULE,
+    "eval.dlength_rule": DEFAULT_DLENGTH_RULE,
 }
 
 

@@ -37,16 +37,20 @@ echo "trained"
   return path
 
 
-def _flaky_python(tmp_path: pathlib.Path, fail_on: str, failures: int) -> pathlib.Path:
-  """Like _fake_python, but a run with `fail_on` among its arguments fails (status 9) only on
-  its first `failures` calls: a worker that died, not a bad config."""
+def _flaky_python(tmp_path: pathlib.Path, fail_on: str, failures: int,
+                  status: int) -> pathlib.Path:
+  """Like _fake_python, but a run with `fail_on` among its arguments fails (with `status`)
+  only on its first `failures` calls: a worker that died, not a bad config."""
   path = tmp_path / "flaky_python"
+  count = tmp_path / "failed"
   path.write_text(f"""#!/usr/bin/env bash
 printf '%s\\n' "$*" >> {tmp_path}/calls
 for arg in "$@"; do
   if [[ "$arg" == {shlex.quote(fail_on)} ]]; then
-    n=$(( $(cat {tmp_path}/failed 2>/dev/null || echo 0) + 1 ))
-    if [ "$n" -le {failures} ]; then echo "$n" > {tmp_path}/failed; echo "worker died $n" >&2; exit 9; fi
+    n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 ))
+    if [ "$n" -le {failures} ]; then
+      echo "$n" > {count}; echo "worker died $n" >&2; exit {status}
+    fi
   fi
 done
 echo "trained"
@@ -140,24 +144,34 @@ def test_local_runner_reports_a_failing_run_and_reruns_only_it(tmp_path):
   assert "--config.seed=1" in _calls(tmp_path)[-1]
 
 
-@pytest.mark.parametrize("retries, failures, status, attempts", [
-    (2, 2, "done", 3),     # the third attempt trains
-    (1, 2, "failed", 2),   # out of retries: failed, as without them
+@pytest.mark.parametrize("retries, failures, code, status, attempts", [
+    (2, 2, 9, "done", 3),    # the third attempt trains
+    (1, 2, 9, "failed", 2),  # out of retries: failed, as without them
+    (2, 1, 3, "failed", 1),  # diverged: another attempt would diverge again
+    (2, 1, 143, "failed", 1),  # the run itself was sent SIGTERM
 ])
-def test_retries_start_a_failed_run_again(tmp_path, retries, failures, status, attempts):
-  python = _flaky_python(tmp_path, fail_on="--config.seed=1", failures=failures)
+def test_retries_start_a_failed_run_again(tmp_path, retries, failures, code, status, attempts):
+  python = _flaky_python(tmp_path, fail_on="--config.seed=1", failures=failures, status=code)
   out = tmp_path / "sweep"
   result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope;seed=0,1", f"--out={out}",
                   f"--python={python}", f"--retries={retries}")
   assert result.returncode == (0 if status == "done" else 1), result.stderr
   runs = json.loads((out / "sweep.json").read_text())["runs"]
   assert [(r["status"], r["attempts"]) for r in runs] == [("done", 1), (status, attempts)]
+  assert runs[1]["returncode"] == (0 if status == "done" else code)
   assert [c.count("--config.seed=1") for c in _calls(tmp_path)] == [0] + [1] * attempts
   log = (out / "logs" / "pe-rope_seed-1.log").read_text()
   assert log.count("--- attempt ") == attempts - 1
-  assert "worker died 1" in log and f"worker died {failures}" in log
-  assert f"attempt 1 failed (exit status 9); starting it again" in result.stderr
+  assert "worker died 1" in log and f"worker died {min(failures, attempts)}" in log
+  assert ("attempt 1 failed (exit status 9); starting it again" in result.stderr) == (
+      attempts > 1)
   assert ("trained" in log) == (status == "done")
+
+
+def test_negative_retries_are_a_usage_error(tmp_path):
+  result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope",
+                  f"--out={tmp_path / 'sweep'}", "--python=py", "--retries=-1")
+  assert result.returncode == 2 and "--retries=-1: give 0 or more" in result.stderr
 
 
 def test_slurm_dry_run_writes_a_job_array_that_runs_each_run(tmp_path):

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from nupa_jax import cli
 from nupa_jax.training import optimizer
 from nupa_jax.training import trainer
 
@@ -162,3 +163,13 @@ def test_a_non_finite_loss_or_gradient_stops_the_run(bad, message):
   with pytest.raises(trainer.DivergedError, match=message):
     window.fetch()
   assert len(window.metrics) == 2
+
+
+def test_cli_exits_with_its_own_status_when_the_loss_diverges(tmp_path):
+  """A diverged run exits with cli.DIVERGED, apart from a crash (1), so a sweep does not start
+  it again (launch/sweep.py FINAL_STATUSES)."""
+  result = training_testing.run("nupa_jax.train", training_testing.micro_args(
+      tmp_path, **{"train.steps": 20, "train.learning_rate": 1e30, "train.warmup_steps": 0}),
+      check=False)
+  assert result.returncode == cli.DIVERGED, result.stderr[-4000:]
+  assert "training diverged: " in result.stderr

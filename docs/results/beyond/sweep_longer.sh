@@ -17,6 +17,7 @@ if [ -n "${SEEDS:-}" ]; then grid+=";seed=$SEEDS"; fi
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
   --grid "$grid" \
   --out "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --retries="${RETRIES:-1}" \
   --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
   --config.eval.every="${EVAL_EVERY:-5000}" --config.eval.per_length=100 \
   --config.eval.batch_size=1024 \

@@ -27,5 +27,6 @@ esac
 exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:size=100m,pe=${PE:-rope}" \
   --grid "$grid" \
   --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --retries="${RETRIES:-1}" \
   --config.train.steps=7813 --config.eval.per_length=200 --config.eval.digits="(1,12)" \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -16,5 +16,6 @@ cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
   --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=${PES:-rope,nope,alibi}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
+  --retries="${RETRIES:-1}" \
   --config.train.steps=3907 --config.eval.per_length=200 \
   --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
