@@ -227,21 +227,40 @@ class _Stop:
 
 def _run_attempt(argv: list[str], log: pathlib.Path, stop: _Stop) -> int | None:
   """Runs one attempt of a run, output appended to `log`, in a session (process group) of its
-  own; its exit status, or None if the sweep was stopped first (the run then stopped too)."""
+  own; its exit status, or None if the sweep was stopped first (the run then stopped too).
+  What the run's main process leaves behind in its group (the data workers of a trainer that
+  crashed) is killed when it ends, so that they hold no device memory a retry or the next run
+  needs."""
   with log.open("a") as f:
     proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-      stop.waiting = True
-      if stop.signum is None:  # else the stop came while the run was starting
-        return proc.wait()
-    except _Interrupted:
-      pass
-    finally:
-      stop.waiting = False
-    if proc.poll() is not None:  # it ended before the stop could reach it
-      return proc.returncode
-    _stop_run(proc, stop.signum)
-    return None
+  code = _wait_or_stop(proc, stop)
+  _kill_group(proc.pid)
+  return code
+
+
+def _wait_or_stop(proc: subprocess.Popen, stop: _Stop) -> int | None:
+  """The run's exit status, or None after passing a stop of the sweep on to it."""
+  try:
+    stop.waiting = True
+    if stop.signum is None:  # else the stop came while the run was starting
+      return proc.wait()
+  except _Interrupted:
+    pass
+  finally:
+    stop.waiting = False
+  if proc.poll() is not None:  # it ended before the stop could reach it
+    return proc.returncode
+  _stop_run(proc, stop.signum)
+  return None
+
+
+def _kill_group(pgid: int) -> None:
+  """Kills what is left of a process group. Linux keeps a group's id from being reused while
+  any member lives, so after its leader has been reaped this reaches only its own processes."""
+  try:
+    os.killpg(pgid, signal.SIGKILL)
+  except ProcessLookupError:  # nothing left
+    pass
 
 
 def _stop_run(proc: subprocess.Popen, signum: int) -> None:
@@ -251,7 +270,7 @@ def _stop_run(proc: subprocess.Popen, signum: int) -> None:
   try:
     proc.wait(timeout=STOP_GRACE_S)
   except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)  # not yet reaped: the group is still the run's
+    _kill_group(proc.pid)
     proc.wait()
 
 

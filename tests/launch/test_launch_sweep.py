@@ -168,6 +168,34 @@ def test_retries_start_a_failed_run_again(tmp_path, retries, failures, code, sta
   assert ("trained" in log) == (status == "done")
 
 
+def _gone(pid: int) -> bool:
+  """Whether a process has ended (a zombie waiting for its reaper counts as ended)."""
+  try:
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] == "Z"
+  except FileNotFoundError:
+    return True
+
+
+@pytest.mark.parametrize("code", [0, 9])
+def test_what_a_run_leaves_behind_ends_with_it(tmp_path, code):
+  """A trainer whose data workers outlive it (here a background `sleep`): the sweep kills them
+  when the run's main process ends, whether it succeeded or failed."""
+  python = tmp_path / "leaky_python"
+  python.write_text(f"""#!/usr/bin/env bash
+sleep 300 &
+echo $! > {tmp_path}/worker
+exit {code}
+""")
+  python.chmod(0o755)
+  _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope", f"--out={tmp_path / 'sweep'}",
+         f"--python={python}")
+  worker = int((tmp_path / "worker").read_text())
+  deadline = time.time() + 10
+  while not _gone(worker) and time.time() < deadline:
+    time.sleep(0.05)
+  assert _gone(worker)
+
+
 def test_negative_retries_are_a_usage_error(tmp_path):
   result = _sweep("--config=configs/pe.py:size=tiny", "--grid=pe=rope",
                   f"--out={tmp_path / 'sweep'}", "--python=py", "--retries=-1")
