@@ -18,7 +18,10 @@
 # gives /tmp/r/beyond_abacus-coupled, /tmp/r/tokenizers (GPU 0), /tmp/r/rope_cliff_add_int_0
 # (GPU 1); `launch/collect.sh EXPERIMENT FOLDER...` takes them from there.
 # An item may set CUDA_VISIBLE_DEVICES itself (a run over several GPUs; the other queues must
-# then name theirs too). SWEEPS_DIR (default: the repository's docs/results) is where SWEEP
+# then name theirs too). QUEUES_PER_GPU=K (default 1) takes up to K queues a GPU, queue i on
+# GPU i mod (number of GPUs), for runs too small to fill one (the 1.3M model, 10^6-sample
+# runs): each process then gets 0.9 / K of its GPU's memory (XLA_PYTHON_CLIENT_MEM_FRACTION,
+# unless set), and NUM_WORKERS should leave the host's CPUs enough for K times the runs. SWEEPS_DIR (default: the repository's docs/results) is where SWEEP
 # names are looked up; a sweep does not start with MIN_SECONDS (default 30) or less left. Exit
 # status 1 when a sweep failed (a run in it failed) or does not exist; one cut by the deadline
 # has not failed.
@@ -36,9 +39,19 @@ shift 3
 repo=$(cd "$(dirname "$0")/.." && pwd)
 here=${SWEEPS_DIR:-$repo/docs/results}
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$#" -gt "$gpus" ]; then
-  echo "run_on_gpus.sh: $# queues but $gpus GPUs" >&2
+per_gpu=${QUEUES_PER_GPU:-1}
+if ! [[ "$per_gpu" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_on_gpus.sh: QUEUES_PER_GPU=$per_gpu: give a whole number of 1 or more" >&2
   exit 2
+fi
+if [ "$#" -gt $(( gpus * per_gpu )) ]; then
+  echo "run_on_gpus.sh: $# queues but $gpus GPUs$([ "$per_gpu" -gt 1 ] &&
+    echo " x QUEUES_PER_GPU=$per_gpu")" >&2
+  exit 2
+fi
+if [ "$per_gpu" -gt 1 ] && [ -z "${XLA_PYTHON_CLIENT_MEM_FRACTION:-}" ]; then
+  XLA_PYTHON_CLIENT_MEM_FRACTION=$(awk -v k="$per_gpu" 'BEGIN { printf "%.2f", 0.9 / k }')
+  export XLA_PYTHON_CLIENT_MEM_FRACTION
 fi
 deadline=$(( $(date +%s) + seconds ))
 train_deadline=$(( deadline - ${EVAL_CUT:-0} ))
@@ -93,9 +106,10 @@ run_item() {
   if [ -n "${EVAL_CUT:-}" ]; then evaluate_cut "$gpu" "$root/$name"; fi
 }
 
-gpu=0
+queue_index=0
 queues=()
 for queue in "$@"; do
+  gpu=$(( queue_index % gpus ))
   (
     status=0
     IFS=';' read -r -a items <<<"$queue"
@@ -103,7 +117,7 @@ for queue in "$@"; do
     exit "$status"
   ) &
   queues+=("$!")
-  gpu=$((gpu + 1))
+  queue_index=$((queue_index + 1))
 done
 failed=0
 for pid in "${queues[@]}"; do wait "$pid" || failed=1; done

@@ -154,6 +154,26 @@ def test_an_item_can_take_several_gpus(machine):
   assert "GPU 0,1: exp_3 exited with status 0" in result.stdout
 
 
+def test_queues_per_gpu_share_the_gpus_and_their_memory(machine):
+  """QUEUES_PER_GPU=2 on two GPUs: four queues, queue i on GPU i mod 2, each process with
+  0.9 / 2 of its GPU's memory; a fifth queue is refused."""
+  tmp_path, env = machine
+  _executable(pathlib.Path(env["SWEEPS_DIR"]) / "mem" / "sweep.sh", """#!/usr/bin/env bash
+echo "gpu=$CUDA_VISIBLE_DEVICES mem=$XLA_PYTHON_CLIENT_MEM_FRACTION" > "$1.txt"
+""")
+  env.pop("XLA_PYTHON_CLIENT_MEM_FRACTION", None)
+  env["QUEUES_PER_GPU"] = "2"
+  root = tmp_path / "r"
+  result = _run(env, "60", str(root), str(tmp_path / "a.tgz"),
+                *(f"SEEDS={i} mem" for i in range(4)))
+  assert result.returncode == 0, result.stderr
+  assert [(root / f"mem_{i}.txt").read_text() for i in range(4)] == [
+      f"gpu={i % 2} mem=0.45\n" for i in range(4)]
+  refused = _run(env, "60", str(tmp_path / "r5"), str(tmp_path / "b.tgz"), *["mem"] * 5)
+  assert refused.returncode == 2
+  assert "5 queues but 2 GPUs x QUEUES_PER_GPU=2" in refused.stderr
+
+
 def test_sweeps_are_looked_up_in_docs_results_by_default(machine):
   tmp_path, env = machine
   del env["SWEEPS_DIR"]
