@@ -81,6 +81,21 @@ def test_each_published_table_is_what_its_runs_give(spec, tmp_path, monkeypatch)
   assert out.read_text() == (spec.parent / "paper_vs_ours.csv").read_text()
 
 
+@pytest.mark.parametrize("table, evaluation", [
+    ("decoding_sampled.csv", []),
+    ("decoding_greedy.csv", ["--evaluation", "eval/evaluations/*_greedy_*.json"]),
+])
+def test_the_published_decoding_tables_are_what_their_runs_give(table, evaluation, tmp_path,
+                                                                monkeypatch):
+  """small_dataset's sampled-against-greedy tables, regenerated from decoding.json."""
+  monkeypatch.chdir(ROOT)
+  folder = ROOT / "docs" / "results" / "small_dataset"
+  out = tmp_path / table
+  assert versus.main(["--spec", str(folder / "decoding.json"), "--out", str(out),
+                      *evaluation]) == 0
+  assert out.read_text() == (folder / table).read_text()
+
+
 def test_the_published_tables_are_found():
   assert {p.parent.name for p in PUBLISHED} >= {"rope_perf", "rev_vs_pad", "small_dataset",
                                                 "small_model"}
