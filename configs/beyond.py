@@ -35,7 +35,8 @@ Arguments:
 - `task` (add_int; any integer or float task extends past the benchmark), `size`, `seed`.
 
 Example: `--config=configs/beyond.py:pe=abacus,size=tiny`. Budgets (steps, batch, questions
-per length) come from `size` as in every family; a sweep sets the GPU ones on the command line.
+per length) come from `size` as in every family; a sweep names its GPU budget with `steps`,
+`lr`, `warmup`, `eval_every`, `per_length` (configs/common.py BUDGET_ARGS).
 """
 from configs import common
 from nupa_jax.models import posenc
@@ -77,8 +78,10 @@ def posenc_config(pe: str, random: str) -> dict:
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, pe="abacus", random="auto", reverse="int", hints=False,
-                         task="add_int", train=20, test=100, stride=1, size="100m", seed=0)
+                         task="add_int", train=20, test=100, stride=1, size="100m", seed=0,
+                         **common.BUDGET_ARGS)
   config = common.base(size=arg.size, seed=arg.seed)
+  common.set_budget(config, arg)
   config.model.posenc = posenc_config(arg.pe, arg.random)
   config.text.format = {"reverse": arg.reverse, "pad": False, "index_hints": arg.hints}
   config.data.tasks = {arg.task: 1.0}

@@ -60,6 +60,51 @@ def posenc(pe: str) -> dict:
   return dict(PE_VARIANTS.get(pe, {"name": pe}))
 
 
+# Training objectives (the `objective` argument): what a row holds and which tokens the loss
+# reads. `answers`: packed rows, loss on answer tokens; `official`: the official NUPA code's,
+# one sample a row with the right-padding to the batch's longest sample kept in the loss.
+OBJECTIVES = {
+    "answers": dict(packing="packed", loss_on_padding=False),
+    "official": dict(packing="padded", loss_on_padding=True),
+}
+
+# Budget arguments of the families a GPU sweep sizes (pe, formats, tokenizer, beyond): a sweep
+# names its recipe with them (`configs/pe.py:size=100m,steps=3907,per_length=200`) instead of
+# overriding config fields. 0 (-1 for warmup and eval_every, where 0 means none / only at the
+# end) keeps the size's value.
+BUDGET_ARGS = dict(steps=0, lr=0.0, warmup=-1, eval_every=-1, per_length=0)
+
+
+def choice(name: str, value: str, known) -> str:
+  """`value` if it is one of `known`, else a ValueError that lists them."""
+  if value not in known:
+    raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
+  return value
+
+
+def set_objective(config: ml_collections.ConfigDict, name: str) -> None:
+  """Sets `config.data`'s row layout and loss to those of objective `name` (OBJECTIVES)."""
+  objective = OBJECTIVES[choice("objective", name, tuple(OBJECTIVES))]
+  config.data.packing = objective["packing"]
+  config.data.loss_on_padding = objective["loss_on_padding"]
+
+
+def set_budget(config: ml_collections.ConfigDict, arg: ml_collections.ConfigDict) -> None:
+  """Sets the training and evaluation budget the BUDGET_ARGS of `arg` give."""
+  if arg.steps < 0 or arg.lr < 0 or arg.per_length < 0:
+    raise ValueError("config arguments steps, lr and per_length must be >= 0 (0: the size's)")
+  if arg.steps:
+    config.train.steps = arg.steps
+  if arg.lr:
+    config.train.learning_rate = arg.lr
+  if arg.warmup >= 0:
+    config.train.warmup_steps = arg.warmup
+  if arg.eval_every >= 0:
+    config.eval.every = arg.eval_every
+  if arg.per_length:
+    config.eval.per_length = arg.per_length
+
+
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
   """Parses `"a=1,b=x"` into a ConfigDict over `defaults`, typed like the defaults.
 

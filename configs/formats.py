@@ -7,6 +7,8 @@ operands to a common width; `hints` prefixes every digit with its index hint; `p
 positional encoding (as in configs/pe.py; RoPE, the paper's default architecture, unless set:
 the paper does not say which PE its format tables used, and RoPE's 9-digit cliff hides every
 format's effect on length generalization, see docs/results/formats/).
+`test` is the longest evaluated length (20); `steps`, `lr`, `warmup`, `eval_every`,
+`per_length` the budget a sweep names (configs/common.py BUDGET_ARGS; unset: the size's).
 Example: `--config=configs/formats.py:task=add_float,reverse=each,pad=true,size=tiny`.
 """
 from configs import common
@@ -14,11 +16,12 @@ from configs import common
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, task="add_int", reverse="none", pad=False, hints=False,
-                         pe="rope", size="100m", seed=0)
+                         pe="rope", size="100m", seed=0, test=20, **common.BUDGET_ARGS)
   config = common.base(size=arg.size, seed=arg.seed)
+  common.set_budget(config, arg)
   config.model.posenc = common.posenc(arg.pe)
   config.text.format = {"reverse": arg.reverse, "pad": arg.pad, "index_hints": arg.hints}
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, 8)
-  config.eval.digits = (1, 20)
+  config.eval.digits = (1, arg.test)
   return config

@@ -7,7 +7,8 @@ Example: `--config=configs/mixed.py:size=tiny,digits=8`.
 
 Arguments besides `size`, `digits` and `seed`: `samples` (training samples, rounded up to whole
 batches; 0 = the preset's steps), `per_length` (test questions per task and length; 0 = the
-preset's), `scoring` (`nupa`: this project's well-learned digit and dlength rules; `paper`:
+preset's), `eval_every` (steps between evaluations; 0 = only at the end, -1 = the preset's),
+`scoring` (`nupa`: this project's well-learned digit and dlength rules; `paper`:
 the rules the paper's tables were computed with, `learned_digits_rule="official"` and
 `dlength_rule="total"`, for rows placed beside the paper's, docs/results/generalist).
 """
@@ -24,7 +25,7 @@ SCORING = {
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, size="100m", digits=0, seed=0, samples=0, per_length=0,
-                         scoring="nupa")
+                         eval_every=-1, scoring="nupa")
   if arg.scoring not in SCORING:
     raise ValueError(f"unknown scoring {arg.scoring!r}; known: {', '.join(SCORING)}")
   config = common.base(size=arg.size, seed=arg.seed)
@@ -39,6 +40,8 @@ def get_config(arg: str | None = None):
     config.train.steps = math.ceil(arg.samples / config.train.batch_size)
   if arg.per_length:
     config.eval.per_length = arg.per_length
+  if arg.eval_every >= 0:
+    config.eval.every = arg.eval_every
   for field, value in SCORING[arg.scoring].items():
     config.eval[field] = value
   return config

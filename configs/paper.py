@@ -72,10 +72,6 @@ TABLES = {
     "rev_vs_pad": dict(size="100m", samples=None, per_length=500, eval_every=0),
     "rev_vs_idx": dict(size="100m", samples=None, per_length=500, eval_every=0),
 }
-OBJECTIVES = {
-    "answers": dict(packing="packed", loss_on_padding=False),
-    "official": dict(packing="padded", loss_on_padding=True),
-}
 MIXES = ("paper", "uniform")
 DECODINGS = ("sampled", "greedy")
 
@@ -97,21 +93,14 @@ def full_budget(task: str) -> int:
   return round(sum(length_weights(task).values()) * SAMPLES_PER_LENGTH)
 
 
-def _choice(name: str, value: str, known) -> str:
-  if value not in known:
-    raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
-  return value
-
-
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, table="small_dataset_full", task="add_int", pe="rope", seed=0,
                          mix="paper", warmup=PAPER_WARMUP, objective="answers",
                          decoding="sampled", lr=0.0, samples=0, reverse="none", pad=False,
                          hints=False, size="", random_positions=0)
-  table = TABLES[_choice("table", arg.table, tuple(TABLES))]
-  _choice("mix", arg.mix, MIXES)
-  _choice("decoding", arg.decoding, DECODINGS)
-  objective = OBJECTIVES[_choice("objective", arg.objective, tuple(OBJECTIVES))]
+  table = TABLES[common.choice("table", arg.table, tuple(TABLES))]
+  common.choice("mix", arg.mix, MIXES)
+  common.choice("decoding", arg.decoding, DECODINGS)
   if arg.mix == "paper" and arg.task not in DISTINCT_QUESTIONS:
     raise ValueError(f"mix=paper has question counts for {', '.join(DISTINCT_QUESTIONS)}; "
                      f"{arg.task!r} needs its counts in DISTINCT_QUESTIONS (or mix=uniform)")
@@ -128,8 +117,7 @@ def get_config(arg: str | None = None):
   config.data.tasks = {arg.task: 1.0}
   config.data.train_digits = (1, MAX_DIGITS)
   config.data.length_weights = length_weights(arg.task) if arg.mix == "paper" else {}
-  config.data.packing = objective["packing"]
-  config.data.loss_on_padding = objective["loss_on_padding"]
+  common.set_objective(config, arg.objective)
 
   samples = arg.samples or table["samples"] or full_budget(arg.task)
   if arg.size != "tiny":  # the tiny preset keeps its CPU budget: a recipe check, not a result

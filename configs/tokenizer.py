@@ -4,7 +4,9 @@ multiplication; model sizes 100m / 0.9b / 3b; trained on 1-8 digits.
 
 `--config=configs/tokenizer.py` alone is the paper's 0.9B one-digit integer-addition run;
 `tok=3`, `tok=random2`, `align=left` (greedy left-to-right chunks, as BPE tokenizers cut),
-`task=add_float|multiply_hard_int`, `size=100m|0.9b|3b|tiny` select the others.
+`task=add_float|multiply_hard_int`, `size=100m|0.9b|3b|tiny` select the others; `steps`, `lr`,
+`warmup`, `eval_every`, `per_length` set the budget a sweep names (configs/common.py
+BUDGET_ARGS; unset: the size's).
 """
 from configs import common
 
@@ -18,10 +20,12 @@ TOKENIZERS = {
 
 
 def get_config(arg: str | None = None):
-  arg = common.parse_arg(arg, tok="1", align="right", task="add_int", size="0.9b", seed=0)
+  arg = common.parse_arg(arg, tok="1", align="right", task="add_int", size="0.9b", seed=0,
+                         **common.BUDGET_ARGS)
   if arg.tok not in TOKENIZERS:
     raise ValueError(f"unknown tokenizer {arg.tok!r}; known: {', '.join(TOKENIZERS)}")
   config = common.base(size=arg.size, seed=arg.seed)
+  common.set_budget(config, arg)
   tokenizer = dict(TOKENIZERS[arg.tok])
   if tokenizer["name"] == "digits":
     tokenizer["align"] = arg.align

@@ -1,7 +1,9 @@
-"""The queued experiments' sweep files build their runs' configs (launch/sweep.py refuses a
-recipe the config family rejects) and print the commands a GPU job would run."""
+"""The experiments' sweep files: the queued ones build their runs' configs (launch/sweep.py
+refuses a recipe the config family rejects) and print the commands a GPU job would run; every
+one names its recipe as config arguments, overriding only how a run executes."""
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -12,7 +14,8 @@ RESULTS = ROOT / "docs" / "results"
 
 
 @pytest.mark.parametrize("experiment, runs, expected", [
-    ("generalist", 1, ["configs/mixed.py:size=100m,samples=16000000,per_length=100,scoring=paper",
+    ("generalist", 1, ["configs/mixed.py:size=100m,samples=16000000,per_length=100,scoring=paper,"
+                       "eval_every=0",
                        "--config.data.num_workers=32"]),
     ("rfcot", 2, ["tokenizer=digits,context=4096,samples=150000,answer=rfcot",
                   "tokenizer=digits,context=4096,samples=150000,answer=direct"]),
@@ -28,3 +31,15 @@ def test_sweep_prints_valid_commands(tmp_path, experiment, runs, expected):
   for text in expected:
     assert any(text in c for c in commands), (text, commands)
   assert all("-m nupa_jax.train" in c for c in commands)
+
+
+# Overrides that change how a run executes, never what it computes or reports.
+EXECUTION_FIELDS = ("checkpoint.", "data.num_workers", "eval.batch_size")
+
+
+@pytest.mark.parametrize("script", sorted(RESULTS.glob("**/*.sh")), ids=lambda p: str(
+    p.relative_to(RESULTS)))
+def test_sweep_files_name_recipes_as_config_arguments(script):
+  overrides = re.findall(r"--config\.([\w.]+)=", script.read_text())
+  assert [o for o in overrides if not o.startswith(EXECUTION_FIELDS)] == [], (
+      f"{script}: put the recipe in the config's arguments, not in --config overrides")

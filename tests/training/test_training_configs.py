@@ -123,8 +123,47 @@ def test_mixed_family_budget_questions_and_the_paper_scoring():
   assert (c.eval.learned_digits_rule, c.eval.dlength_rule) == ("official", "total")
   assert (default.eval.learned_digits_rule, default.eval.dlength_rule) == ("prefix", "parts")
   assert default.train.steps == 312_500
+  assert (mixed.get_config("eval_every=0").eval.every, default.eval.every) == (0, 25_000)
   with pytest.raises(ValueError, match="unknown scoring 'llm'"):
     mixed.get_config("scoring=llm")
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+  out = {}
+  for key, value in tree.items():
+    if isinstance(value, dict) and value:
+      out.update(_flat(value, f"{prefix}{key}."))
+    else:
+      out[f"{prefix}{key}"] = value
+  return out
+
+
+@pytest.mark.parametrize("family", ["pe", "formats", "tokenizer", "beyond"])
+def test_budget_arguments_change_the_budget_and_nothing_else(family):
+  """A sweep names its budget as config arguments (common.BUDGET_ARGS); unset, the size's."""
+  module = importlib.import_module(f"configs.{family}")
+  default = _flat(module.get_config("size=100m").to_dict())
+  budget = _flat(module.get_config(
+      "size=100m,steps=3907,lr=1e-4,warmup=500,eval_every=0,per_length=200").to_dict())
+  assert {k: budget[k] for k in budget if budget[k] != default[k]} == {
+      "train.steps": 3907, "train.learning_rate": 1e-4, "train.warmup_steps": 500,
+      "eval.every": 0, "eval.per_length": 200}
+  assert (default["train.steps"], default["eval.every"]) == (312_500, 25_000)
+  with pytest.raises(ValueError, match="steps, lr and per_length must be >= 0"):
+    module.get_config("steps=-1")
+
+
+def test_pe_family_objective_and_formats_family_test_lengths():
+  pe = importlib.import_module("configs.pe")
+  official = pe.get_config("objective=official").data
+  assert (official.packing, official.loss_on_padding) == ("padded", True)
+  answers = pe.get_config("").data
+  assert (answers.packing, answers.loss_on_padding) == ("packed", False)
+  with pytest.raises(ValueError, match="unknown objective 'labels'; known: answers, official"):
+    pe.get_config("objective=labels")
+  formats = importlib.import_module("configs.formats")
+  assert tuple(formats.get_config("test=12").eval.digits) == (1, 12)
+  assert tuple(formats.get_config("").eval.digits) == (1, 20)
 
 
 def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():

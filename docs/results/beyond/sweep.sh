@@ -14,10 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 grid="pe=${PES:-abacus,coupled,fire,rope,nope,alibi}"
 if [ -n "${HINTS:-}" ]; then grid+=";hints=$HINTS"; fi
-exec "${PYTHON:-python3}" launch/sweep.py --config=configs/beyond.py:size=100m,stride=5 \
+recipe=size=100m,stride=5,steps=10000,lr=1e-4,warmup=500,eval_every=5000,per_length=100
+exec "${PYTHON:-python3}" launch/sweep.py --config="configs/beyond.py:$recipe" \
   --grid "$grid" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.train.steps=10000 --config.train.learning_rate=1e-4 --config.train.warmup_steps=500 \
-  --config.eval.every=5000 --config.eval.per_length=100 --config.eval.batch_size=1024 \
+  --retries="${RETRIES:-1}" --config.eval.batch_size=1024 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -24,9 +24,9 @@ case "${PART:?set PART=int_pad, float_pad or idx}" in
        grid+=";reverse=${REVERSES:-none,int};hints=false,true" ;;
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
-exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:size=100m,pe=${PE:-rope}" \
+recipe="size=100m,pe=${PE:-rope},steps=7813,per_length=200,test=12"
+exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:$recipe" \
   --grid "$grid" \
   --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --retries="${RETRIES:-1}" \
-  --config.train.steps=7813 --config.eval.per_length=200 --config.eval.digits="(1,12)" \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

@@ -13,7 +13,7 @@
 #
 # SEEDS selects seeds (default 0); rerunning skips finished runs.
 set -euo pipefail
-NUM_WORKERS=${NUM_WORKERS:-32} exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/mixed.py:size=100m,samples=${SAMPLES:-16000000},per_length=100,scoring=paper" \
+recipe="size=100m,samples=${SAMPLES:-16000000},per_length=100,scoring=paper,eval_every=0"
+NUM_WORKERS=${NUM_WORKERS:-32} exec "$(dirname "$0")/../local_sweep.sh" "configs/mixed.py:$recipe" \
   "seed=${SEEDS:-0}" "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" \
-  --config.eval.every=0 --config.checkpoint.every=5000 "${@:2}"
+  --config.checkpoint.every=5000 "${@:2}"

@@ -13,9 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 grid="task=${TASKS:-add_int,add_float};pe=${PES:-rope,nope,alibi,alibi_nupa}"
-exec "${PYTHON:-python3}" launch/sweep.py --config=configs/pe.py:size=100m \
+exec "${PYTHON:-python3}" launch/sweep.py \
+  --config=configs/pe.py:size=100m,steps=15625,eval_every=5000,per_length=200 \
   --grid "$grid;seed=${SEEDS:-0,1}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --retries="${RETRIES:-1}" \
-  --config.train.steps=15625 --config.eval.every=5000 --config.eval.per_length=200 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"

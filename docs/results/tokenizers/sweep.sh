@@ -9,9 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 exec "${PYTHON:-python3}" launch/sweep.py \
-  --config="configs/tokenizer.py:size=${SIZE:-100m},task=add_int" \
+  --config="configs/tokenizer.py:size=${SIZE:-100m},task=add_int,steps=7813,per_length=200" \
   --grid "tok=${TOKS:-1,2,3,random2,random3}" \
   --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
   --retries="${RETRIES:-1}" \
-  --config.train.steps=7813 --config.eval.per_length=200 \
   --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
