@@ -93,6 +93,8 @@ def set_budget(config: ml_collections.ConfigDict, arg: ml_collections.ConfigDict
   """Sets the training and evaluation budget the BUDGET_ARGS of `arg` give."""
   if arg.steps < 0 or arg.lr < 0 or arg.per_length < 0:
     raise ValueError("config arguments steps, lr and per_length must be >= 0 (0: the size's)")
+  if arg.warmup < -1 or arg.eval_every < -1:
+    raise ValueError("config arguments warmup and eval_every must be >= -1 (-1: the size's)")
   if arg.steps:
     config.train.steps = arg.steps
   if arg.lr:

@@ -17,6 +17,8 @@ from configs import common
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, task="add_int", reverse="none", pad=False, hints=False,
                          pe="rope", size="100m", seed=0, test=20, **common.BUDGET_ARGS)
+  if arg.test < 1:
+    raise ValueError(f"config argument test={arg.test}: the longest evaluated length, >= 1")
   config = common.base(size=arg.size, seed=arg.seed)
   common.set_budget(config, arg)
   config.model.posenc = common.posenc(arg.pe)

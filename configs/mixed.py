@@ -26,8 +26,7 @@ SCORING = {
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, size="100m", digits=0, seed=0, samples=0, per_length=0,
                          eval_every=-1, scoring="nupa")
-  if arg.scoring not in SCORING:
-    raise ValueError(f"unknown scoring {arg.scoring!r}; known: {', '.join(SCORING)}")
+  common.choice("scoring", arg.scoring, tuple(SCORING))
   config = common.base(size=arg.size, seed=arg.seed)
   names = tasks.names()
   cap = lambda tier: min(tier, arg.digits) if arg.digits > 0 else tier

@@ -101,6 +101,7 @@ def get_config(arg: str | None = None):
   table = TABLES[common.choice("table", arg.table, tuple(TABLES))]
   common.choice("mix", arg.mix, MIXES)
   common.choice("decoding", arg.decoding, DECODINGS)
+  common.choice("objective", arg.objective, tuple(common.OBJECTIVES))
   if arg.mix == "paper" and arg.task not in DISTINCT_QUESTIONS:
     raise ValueError(f"mix=paper has question counts for {', '.join(DISTINCT_QUESTIONS)}; "
                      f"{arg.task!r} needs its counts in DISTINCT_QUESTIONS (or mix=uniform)")

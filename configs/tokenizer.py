@@ -22,8 +22,7 @@ TOKENIZERS = {
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, tok="1", align="right", task="add_int", size="0.9b", seed=0,
                          **common.BUDGET_ARGS)
-  if arg.tok not in TOKENIZERS:
-    raise ValueError(f"unknown tokenizer {arg.tok!r}; known: {', '.join(TOKENIZERS)}")
+  common.choice("tokenizer", arg.tok, tuple(TOKENIZERS))
   config = common.base(size=arg.size, seed=arg.seed)
   common.set_budget(config, arg)
   tokenizer = dict(TOKENIZERS[arg.tok])

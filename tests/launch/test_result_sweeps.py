@@ -35,11 +35,19 @@ def test_sweep_prints_valid_commands(tmp_path, experiment, runs, expected):
 
 # Overrides that change how a run executes, never what it computes or reports.
 EXECUTION_FIELDS = ("checkpoint.", "data.num_workers", "eval.batch_size")
+# Config fields a sweep loops over as grid keys, each kept for the names of published runs.
+GRID_FIELDS = {"beyond/sweep_longer.sh": ["train.steps"]}
+SECTIONS = "train|eval|data|model|text|mesh|checkpoint"
 
 
 @pytest.mark.parametrize("script", sorted(RESULTS.glob("**/*.sh")), ids=lambda p: str(
     p.relative_to(RESULTS)))
 def test_sweep_files_name_recipes_as_config_arguments(script):
-  overrides = re.findall(r"--config\.([\w.]+)=", script.read_text())
+  """A recipe field set by a `--config.` override or a dotted grid key fails here."""
+  code = "\n".join(line for line in script.read_text().splitlines()
+                   if not line.lstrip().startswith("#"))
+  overrides = re.findall(r"--config\.([\w.]+)=", code)
   assert [o for o in overrides if not o.startswith(EXECUTION_FIELDS)] == [], (
       f"{script}: put the recipe in the config's arguments, not in --config overrides")
+  grid_fields = re.findall(rf"(?<![\w.-])((?:{SECTIONS})\.[\w.]+)=", code)
+  assert grid_fields == GRID_FIELDS.get(str(script.relative_to(RESULTS)), []), script

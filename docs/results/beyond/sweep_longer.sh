@@ -12,6 +12,8 @@
 #   docs/results/beyond/sweep_longer.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+# The step count is a grid key over the config field (not the `steps` argument) so that runs
+# keep the published names, `pe-abacus_train.steps-20000`.
 grid="pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}"
 if [ -n "${SEEDS:-}" ]; then grid+=";seed=$SEEDS"; fi
 recipe="size=100m,stride=5,lr=1e-4,warmup=500,eval_every=${EVAL_EVERY:-5000},per_length=100"
