@@ -72,9 +72,10 @@ def steady_throughput(records: list[dict]) -> dict:
           "intervals": len(later)}
 
 
-def time_command(args, workdir: pathlib.Path) -> dict:
-  """Runs the training command; its steady throughput from its train_metrics.jsonl."""
-  argv = command(config_spec(args), args.steps, args.log_every, workdir, args.override)
+def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
+  """Runs the training command on config `spec`; its steady throughput from its
+  train_metrics.jsonl."""
+  argv = command(spec, args.steps, args.log_every, workdir, args.override)
   print("$ " + " ".join(argv[1:]), file=sys.stderr, flush=True)
   start = time.perf_counter()
   result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -110,12 +111,13 @@ def main(argv=None) -> int:
   if args.workdir and pathlib.Path(args.workdir).exists():
     raise SystemExit(f"--workdir={args.workdir} exists (the command would resume the run in "
                      "it): name a new directory")
+  spec = config_spec(args)
   with tempfile.TemporaryDirectory() as scratch:
     workdir = pathlib.Path(args.workdir or pathlib.Path(scratch) / "run")
-    run = time_command(args, workdir)  # first: this process holds no device yet
+    run = time_command(args, spec, workdir)  # first: this process holds no device yet
   print(json.dumps(run), flush=True)
   # The step on the command's own config: its batch, rows and model, with the same overrides.
-  config = benchmark_train.with_overrides(cli.load_config(config_spec(args)), args.override)
+  config = benchmark_train.with_overrides(cli.load_config(spec), args.override)
   step = benchmark_train.time_nupa(config, 8, args.step_steps)
   print(json.dumps(step), flush=True)
   if args.json:
@@ -123,7 +125,7 @@ def main(argv=None) -> int:
       for r in (run, step):
         what = {"config": args.config} if args.config else {"size": args.size}
         f.write(json.dumps({**what, **r}) + "\n")
-  print(f"\n{config_spec(args)}, batch {step['batch']}, devices: {jax.devices()}")
+  print(f"\n{spec}, batch {step['batch']}, devices: {jax.devices()}")
   print(f"{'what':44} {'samples/s':>10}")
   print(f"{'python -m nupa_jax.train (after the 1st log)':44} {run['samples_per_s']:10,d}   "
         f"data wait {run['data_wait_fraction']:.0%}, {run['wall_s']:.0f} s in all")

@@ -21,8 +21,9 @@
 # then name theirs too). QUEUES_PER_GPU=K (default 1) takes up to K queues a GPU, queue i on
 # GPU i mod (number of GPUs), for runs too small to fill one (the 1.3M model, 10^6-sample
 # runs): each process then gets 0.9 / K of its GPU's memory (XLA_PYTHON_CLIENT_MEM_FRACTION,
-# unless set), and NUM_WORKERS should leave the host's CPUs enough for K times the runs. SWEEPS_DIR (default: the repository's docs/results) is where SWEEP
-# names are looked up; a sweep does not start with MIN_SECONDS (default 30) or less left. Exit
+# unless set), and NUM_WORKERS should leave the host's CPUs enough for K times the runs.
+# SWEEPS_DIR (default: the repository's docs/results) is where SWEEP names are looked up; a
+# sweep does not start with MIN_SECONDS (default 30) or less left. Exit
 # status 1 when a sweep failed (a run in it failed) or does not exist; one cut by the deadline
 # has not failed.
 # EVAL_CUT=S keeps the last S seconds for the runs the deadline cut: training stops S seconds

@@ -70,10 +70,11 @@ SEED_FLAGS = ("--config.seed",)
 SWEEP_FILE = "sweep.json"
 # How long a stopped run may take to save its checkpoint and exit before it is killed.
 STOP_GRACE_S = 300
+# Signals that stop a sweep: Ctrl-C, a scheduler's time limit or `timeout`, a closed terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Exit statuses of a run that another attempt would end the same way: a usage or config error,
 # a diverged loss, a stop sent to the run's own processes.
-FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED} | {
-    128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)})
+FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED} | {128 + s for s in STOP_SIGNALS})
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -177,10 +178,6 @@ class Sweep:
 
   def log_path(self, name: str) -> pathlib.Path:
     return self.out / "logs" / f"{name}.log"
-
-
-# Signals that stop a sweep: Ctrl-C, a scheduler's time limit or `timeout`, a closed terminal.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _Interrupted(Exception):

@@ -11,12 +11,9 @@
 #
 #   docs/results/beyond/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 grid="pe=${PES:-abacus,coupled,fire,rope,nope,alibi}"
 if [ -n "${HINTS:-}" ]; then grid+=";hints=$HINTS"; fi
 recipe=size=100m,stride=5,steps=10000,lr=1e-4,warmup=500,eval_every=5000,per_length=100
-exec "${PYTHON:-python3}" launch/sweep.py --config="configs/beyond.py:$recipe" \
-  --grid "$grid" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" --config.eval.batch_size=1024 \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" "configs/beyond.py:$recipe" "$grid" \
+  "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" \
+  --config.eval.batch_size=1024 --config.checkpoint.every=2500 "${@:2}"

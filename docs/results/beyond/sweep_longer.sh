@@ -11,14 +11,11 @@
 #
 #   docs/results/beyond/sweep_longer.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 # The step count is a grid key over the config field (not the `steps` argument) so that runs
 # keep the published names, `pe-abacus_train.steps-20000`.
 grid="pe=${PES:-abacus,coupled};train.steps=${STEPS:-20000}"
 if [ -n "${SEEDS:-}" ]; then grid+=";seed=$SEEDS"; fi
 recipe="size=100m,stride=5,lr=1e-4,warmup=500,eval_every=${EVAL_EVERY:-5000},per_length=100"
-exec "${PYTHON:-python3}" launch/sweep.py --config="configs/beyond.py:$recipe" \
-  --grid "$grid" \
-  --out "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" --config.eval.batch_size=1024 \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" "configs/beyond.py:$recipe" "$grid" \
+  "${1:?usage: sweep_longer.sh SWEEP_DIR [sweep.py flags]}" \
+  --config.eval.batch_size=1024 --config.checkpoint.every=2500 "${@:2}"

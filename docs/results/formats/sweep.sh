@@ -16,7 +16,6 @@
 #
 #   PART=int_pad docs/results/formats/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 case "${PART:?set PART=int_pad, float_pad or idx}" in
   int_pad) grid="task=add_int;reverse=${REVERSES:-none,int};pad=false,true" ;;
   float_pad) grid="task=add_float;reverse=${REVERSES:-none,int,dec,each,total};pad=false,true" ;;
@@ -25,8 +24,6 @@ case "${PART:?set PART=int_pad, float_pad or idx}" in
   *) echo "unknown PART=$PART; known: int_pad, float_pad, idx" >&2; exit 2 ;;
 esac
 recipe="size=100m,pe=${PE:-rope},steps=7813,per_length=200,test=12"
-exec "${PYTHON:-python3}" launch/sweep.py --config="configs/formats.py:$recipe" \
-  --grid "$grid" \
-  --out "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" "configs/formats.py:$recipe" "$grid" \
+  "${1:?usage: PART=... sweep.sh SWEEP_DIR [sweep.py flags]}" \
+  --config.checkpoint.every=2500 "${@:2}"

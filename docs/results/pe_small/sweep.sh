@@ -13,10 +13,7 @@
 # ARGS adds configs/pe.py arguments to the recipe (sweep_official.sh: objective=official).
 # Rerunning in the same SWEEP_DIR skips the runs already done.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config="configs/pe.py:size=100m,steps=3907,per_length=200${ARGS:+,$ARGS}" \
-  --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=${PES:-rope,nope,alibi}" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.checkpoint.every=100000 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/pe.py:size=100m,steps=3907,per_length=200${ARGS:+,$ARGS}" \
+  "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=${PES:-rope,nope,alibi}" \
+  "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --config.checkpoint.every=100000 "${@:2}"

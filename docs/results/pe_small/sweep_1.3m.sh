@@ -8,10 +8,7 @@
 #
 #   docs/results/pe_small/sweep_1.3m.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config=configs/pe.py:size=1.3m,steps=40000,eval_every=10000,per_length=200 \
-  --grid "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=rope,nope,alibi" \
-  --out "${1:?usage: sweep_1.3m.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-2}" "${@:2}"
+NUM_WORKERS=${NUM_WORKERS:-2} exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/pe.py:size=1.3m,steps=40000,eval_every=10000,per_length=200" \
+  "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=rope,nope,alibi" \
+  "${1:?usage: sweep_1.3m.sh SWEEP_DIR [sweep.py flags]}" --config.checkpoint.every=2500 "${@:2}"

@@ -12,5 +12,5 @@
 # TASKS and PES (default rope,nope,alibi_nupa) select a part of the grid. Its runs share
 # sweep.sh's run names: collect them apart, `launch/collect.sh pe_small/official DIR...`.
 set -euo pipefail
-PES=${PES:-rope,nope,alibi_nupa} ARGS=objective=official${ARGS:+,$ARGS} exec "$(dirname "$0")/sweep.sh" \
-  "${1:?usage: sweep_official.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
+PES=${PES:-rope,nope,alibi_nupa} ARGS=objective=official${ARGS:+,$ARGS} \
+  exec "$(dirname "$0")/sweep.sh" "${1:?usage: sweep_official.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"

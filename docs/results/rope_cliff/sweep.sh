@@ -11,11 +11,7 @@
 # TASKS / PES / SEEDS select part of the grid (e.g. one GPU per task); rerunning skips
 # finished runs.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 grid="task=${TASKS:-add_int,add_float};pe=${PES:-rope,nope,alibi,alibi_nupa}"
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config=configs/pe.py:size=100m,steps=15625,eval_every=5000,per_length=200 \
-  --grid "$grid;seed=${SEEDS:-0,1}" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/pe.py:size=100m,steps=15625,eval_every=5000,per_length=200" "$grid;seed=${SEEDS:-0,1}" \
+  "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --config.checkpoint.every=2500 "${@:2}"

@@ -7,10 +7,7 @@
 #
 #   docs/results/tokenizers/sweep.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
-exec "${PYTHON:-python3}" launch/sweep.py \
-  --config="configs/tokenizer.py:size=${SIZE:-100m},task=add_int,steps=7813,per_length=200" \
-  --grid "tok=${TOKS:-1,2,3,random2,random3}" \
-  --out "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --runner local \
-  --retries="${RETRIES:-1}" \
-  --config.checkpoint.every=2500 --config.data.num_workers="${NUM_WORKERS:-6}" "${@:2}"
+exec "$(dirname "$0")/../local_sweep.sh" \
+  "configs/tokenizer.py:size=${SIZE:-100m},task=add_int,steps=7813,per_length=200" \
+  "tok=${TOKS:-1,2,3,random2,random3}" \
+  "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" --config.checkpoint.every=2500 "${@:2}"
