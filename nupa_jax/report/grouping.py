@@ -25,6 +25,7 @@ SHORT_NAMES = {
     "text.format.pad": "pad",
     "text.format.index_hints": "hints",
     "model.posenc.reward_distance": "reward_distance",
+    "model.posenc.random_positions": "random_positions",
     "data.loss_on_padding": "loss_on_padding",
     "model.preset": "size",
     "model.num_layers": "layers",

@@ -65,6 +65,20 @@ def test_options_added_later_are_named_only_when_needed():
       "pe=rope, max_offset=-", "pe=abacus, max_offset=100"]
 
 
+def test_format_and_position_ablations_name_their_lines():
+  """The reverse x pad table beside RoPE with random position ids: four ablation variables
+  differ, more than MAX_KEYS, and all four are needed to tell the lines apart."""
+  plain = {"model.posenc.name": "rope", "text.format.reverse": "none", "text.format.pad": False}
+  settings = [plain, {**plain, "model.posenc.name": "nope"},
+              {**plain, "model.posenc.random_positions": 1024},
+              {**plain, "text.format.reverse": "int", "text.format.pad": True}]
+  assert describe(settings) == [
+      "pe=rope, reverse=none, pad=false, random_positions=-",
+      "pe=nope, reverse=none, pad=false, random_positions=-",
+      "pe=rope, reverse=none, pad=false, random_positions=1024",
+      "pe=rope, reverse=int, pad=true, random_positions=-"]
+
+
 def test_one_setting_is_named_by_its_settings(tmp_path):
   (group,) = group_entries(load([make_run(tmp_path / "r", pe="fire")], quiet))
   assert group.label == "pe=fire, size=tiny, task=add_int, train_digits=1-8"
