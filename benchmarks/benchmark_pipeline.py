@@ -2,9 +2,13 @@
 
     python benchmarks/benchmark_pipeline.py --tasks=add_int --num_workers=0,1,2
     python benchmarks/benchmark_pipeline.py --tasks=all --batch_size=256 --device
+    python benchmarks/benchmark_pipeline.py \
+        --config=configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096 --num_workers=0,4
 
 For each worker count it builds the pipeline of the paper's setting (tasks, 1-8 digits, batch
-256, packed rows), skips the first batches (worker start-up), consumes batches for
+256, packed rows), or with `--config` the one the trainer builds for that recipe (its text
+mode's encoder and data fields: RF-CoT traces, the generalist's mix; the data flags above are
+then not used), skips the first batches (worker start-up), consumes batches for
 `--seconds` and reports the rate over the second half of that time, when the batches the
 workers prefetched during start-up are used up and only the steady rate remains.
 `--device` also turns every batch into a global jax.Array on all local devices, as the trainer
@@ -15,8 +19,11 @@ import time
 from absl import app
 from absl import flags
 import ml_collections
+from ml_collections import config_flags
 
 from nupa_jax import data
+from nupa_jax import plugins  # noqa: F401  (registers the run modes a --config may use)
+from nupa_jax import runmode
 from nupa_jax import sharding
 
 _TASKS = flags.DEFINE_string("tasks", "add_int", "comma-separated task[:weight], or 'all'")
@@ -29,6 +36,9 @@ _WORKERS = flags.DEFINE_list("num_workers", ["0", "1", "2"], "grain worker count
 _SECONDS = flags.DEFINE_float("seconds", 10.0, "consumption time per worker count")
 _WARMUP = flags.DEFINE_integer("warmup", 2, "untimed batches first (worker start-up)")
 _DEVICE = flags.DEFINE_bool("device", False, "make global jax.Arrays on all local devices")
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "a recipe (configs/FAMILY.py[:ARGS]) whose data to time instead of the flags "
+    "above")
 
 
 def _config() -> ml_collections.ConfigDict:
@@ -46,11 +56,19 @@ def _config() -> ml_collections.ConfigDict:
   return config
 
 
+def _pipeline() -> data.Pipeline:
+  """The flags' pipeline, or the one the trainer builds for `--config`."""
+  if _CONFIG.value is None:
+    return data.Pipeline(_config())
+  text = runmode.text_mode(_CONFIG.value)
+  encoder = text.encoder(_CONFIG.value)
+  return data.Pipeline(text.configure(_CONFIG.value, encoder), encoder)
+
+
 def main(argv):
   del argv
-  config = _config()
   start = time.perf_counter()
-  pipeline = data.Pipeline(config)
+  pipeline = _pipeline()
   print(f"pipeline built in {time.perf_counter() - start:.1f} s: {dict(data.describe(pipeline))}")
   mesh = sharding.make_mesh({"data": -1}) if _DEVICE.value else None
   for workers in map(int, _WORKERS.value):

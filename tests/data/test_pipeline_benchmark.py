@@ -27,3 +27,18 @@ def test_reports_the_rate_of_the_requested_batch(tmp_path):
   assert abs(padding - (1 - tokens / positions)) < 2e-3
   # 32 samples a batch: the samples/s and ms/batch figures describe the same batches.
   assert abs(samples - 32 / (ms_per_batch / 1e3)) / samples < 0.05
+
+
+def test_times_the_data_the_trainer_builds_for_a_recipe(tmp_path):
+  """--config: the recipe's text mode shapes the batches (RF-CoT: one trace a padded row of the
+  context), not the benchmark's own data flags."""
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+  result = subprocess.run(
+      [sys.executable, str(SCRIPT),
+       "--config=configs/rfcot.py:size=tiny,tasks=mod_int,tokenizer=digits,context=1024",
+       "--config.train.batch_size=8", "--num_workers=0", "--seconds=0.5"],
+      cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-4000:]
+  assert ("'batch_size': 8, 'rows': 8, 'seq_len': 1024, 'samples_per_row': 1, "
+          "'packing': 'padded'") in result.stdout, result.stdout
+  assert re.search(r"workers=0: [\d,]+ samples/s", result.stdout), result.stdout
