@@ -23,7 +23,6 @@ from ml_collections import config_flags
 
 from nupa_jax import data
 from nupa_jax import plugins  # noqa: F401  (registers the run modes a --config may use)
-from nupa_jax import runmode
 from nupa_jax import sharding
 
 _TASKS = flags.DEFINE_string("tasks", "add_int", "comma-separated task[:weight], or 'all'")
@@ -60,9 +59,7 @@ def _pipeline() -> data.Pipeline:
   """The flags' pipeline, or the one the trainer builds for `--config`."""
   if _CONFIG.value is None:
     return data.Pipeline(_config())
-  text = runmode.text_mode(_CONFIG.value)
-  encoder = text.encoder(_CONFIG.value)
-  return data.Pipeline(text.configure(_CONFIG.value, encoder), encoder)
+  return data.Pipeline(*data.run_config(_CONFIG.value))
 
 
 def main(argv):

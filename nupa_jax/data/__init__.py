@@ -80,7 +80,9 @@ Guarantees and costs:
 - Test-set exclusion: a drawn question equal to a frozen test question of its task (same
   operands) is redrawn from the same generator; `stats()["test_redraws"]` counts them.
 """
-from nupa_jax.data.pipeline import BatchIterator, Pipeline, describe, make_train_iterator
+from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
+                                    run_config)
 from nupa_jax.data.settings import defaults
 
-__all__ = ["BatchIterator", "Pipeline", "defaults", "describe", "make_train_iterator"]
+__all__ = ["BatchIterator", "Pipeline", "defaults", "describe", "make_train_iterator",
+           "run_config"]

@@ -45,6 +45,16 @@ def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
   return runmode.text_mode(config).encoder(config)
 
 
+def run_config(config: ml_collections.ConfigDict
+               ) -> tuple[ml_collections.ConfigDict, SampleEncoder]:
+  """`config` as a run trains on it, with its text mode's data fields filled in
+  (`TextMode.configure`: RF-CoT's padded rows and cut lengths), and that mode's encoder: what
+  `Pipeline(*run_config(config))` builds a run's batches from."""
+  text = runmode.text_mode(config)
+  encoder = text.encoder(config)
+  return text.configure(config, encoder), encoder
+
+
 class _Prefetch:
   """`produce()` called on a daemon thread, up to `depth` results ahead of `next()`.
 

@@ -2,8 +2,9 @@
 
 A run selects it with `config.text.tokenizer = {"name": "rfcot", "text_tokenizer": "char" |
 "digits" | PATH, "context": 2048}` (configs/rfcot.py); mode.py registers it as the `rfcot` text
-mode (`nupa_jax.runmode`), which the trainer resolves. `pipeline(config)` is an ordinary
-`nupa_jax.data.Pipeline` (batch layout of docs/interfaces.md) with:
+mode (`nupa_jax.runmode`), which the trainer resolves. Its pipeline,
+`nupa_jax.data.Pipeline(*nupa_jax.data.run_config(config))`, is an ordinary one (batch layout of
+docs/interfaces.md) with:
 - the RF-CoT encoder (encoding.py): `[BOS] prompt response [EOS]`, the loss mask off on BOS
   and the prompt, on for the whole response and EOS;
 - one sample a row (`packing="padded"`) and rows of `context` positions (`seq_len`): a sample
@@ -25,7 +26,6 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from nupa_jax import data as data_lib
 from nupa_jax import settings
 from nupa_jax.data import mixture as mixture_lib
 from nupa_jax.data import settings as settings_lib
@@ -96,8 +96,3 @@ def configure(config: ml_collections.ConfigDict,
   out.data.task_digits = task_digits
   return out
 
-
-def pipeline(config: ml_collections.ConfigDict) -> data_lib.Pipeline:
-  """The training / validation pipeline of an RF-CoT run (`configure`d, RF-CoT encoder)."""
-  encoder = encoder_from_config(config)
-  return data_lib.Pipeline(configure(config, encoder), encoder)

@@ -75,9 +75,9 @@ class _Run:
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
       self.replicated = sharding_lib.replicated(self.mesh)
-      self.encoder = self.mode.text.encoder(config)
       # The config as run: with the text mode's data fields (RF-CoT: padded rows, cut lengths).
-      config = self.config = self.mode.text.configure(config, self.encoder)
+      config, self.encoder = data_lib.run_config(config)
+      self.config = config
       self.pipeline = data_lib.Pipeline(config, self.encoder)
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
       self.schedule = optimizer_lib.schedule(self.train)

@@ -34,7 +34,8 @@ def _config(task_weights, digits=(1, 4), context=_CONTEXT, tokenizer="char"):
 
 @pytest.fixture(scope="module")
 def pipeline():
-  return rfcot_data.pipeline(_config({"add_int": 1.0, "max_float": 1.0, "get_digit_int": 1.0}))
+  config = _config({"add_int": 1.0, "max_float": 1.0, "get_digit_int": 1.0})
+  return data.Pipeline(*data.run_config(config))  # as the trainer builds it
 
 
 def test_loss_is_on_the_whole_response_and_nothing_else(pipeline):
