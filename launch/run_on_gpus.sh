@@ -27,14 +27,21 @@
 # status 1 when a sweep failed (a run in it failed) or does not exist; one cut by the deadline
 # has not failed.
 # EVAL_CUT=S keeps the last S seconds for the runs the deadline cut: training stops S seconds
-# before SECONDS, and each cut run without an evaluation is evaluated from the checkpoint it
-# saved at the stop (`nupa_jax.evaluate --checkpoint=latest`) into its eval/latest.json, whose
-# `_meta.step` says how far it got (`CUT=1 launch/collect.sh` takes such runs). A run whose
-# schedule is nearly done by then gives a usable result instead of none when the job ends.
+# before SECONDS, and each cut run whose eval/latest.json is missing or older than its newest
+# checkpoint (a periodic evaluation; the cut evaluation of an earlier job, before the run
+# resumed) is evaluated from the checkpoint it saved at the stop (`nupa_jax.evaluate
+# --checkpoint=latest`) into its eval/latest.json, whose `_meta.step` says how far it got
+# (`CUT=1 launch/collect.sh` takes such runs). A run whose schedule is nearly done by then gives
+# a usable result instead of none when the job ends. A cut sweep in which a run failed still
+# fails the command.
+# A TERM or Ctrl-C (a scheduler's stop, a preemption) ends the job early but in order: each
+# running sweep or evaluation is stopped as the deadline would stop it (its run saves a
+# checkpoint), no further sweep starts, what was written is archived, and the exit status is
+# 128 + the signal's number.
 set -uo pipefail
 seconds=${1:?usage: run_on_gpus.sh SECONDS ROOT ARCHIVE QUEUE [QUEUE ...]}
-root=${2:?missing ROOT}
-archive=${3:?missing ARCHIVE}
+root=$(realpath -m "${2:?missing ROOT}")  # the sweeps run from the repository's root
+archive=$(realpath -m "${3:?missing ARCHIVE}")
 shift 3
 [ $# -gt 0 ] || { echo "run_on_gpus.sh: no queues given" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,12 +65,40 @@ deadline=$(( $(date +%s) + seconds ))
 train_deadline=$(( deadline - ${EVAL_CUT:-0} ))
 mkdir -p "$root"
 
-# Evaluates, on GPU(s) $1, the runs under $2 that were cut without an evaluation.
+# Whether run $1, cut with checkpoints, lacks an evaluation of its newest checkpoint.
+needs_evaluation() {
+  [ -d "$1/checkpoints" ] || return 1
+  python3 - "$1" <<'PY'
+import json, pathlib, sys
+run = pathlib.Path(sys.argv[1])
+steps = [int(p.name) for p in (run / "checkpoints").iterdir() if p.name.isdigit()]
+try:
+  evaluated = json.loads((run / "eval" / "latest.json").read_text())["_meta"]["step"]
+except FileNotFoundError:
+  sys.exit(0)
+except (ValueError, KeyError, TypeError):  # not a results file: take it as older
+  evaluated = -1
+sys.exit(0 if steps and max(steps) > evaluated else 1)
+PY
+}
+
+# Whether sweep folder $1 recorded a run that failed or was refused.
+sweep_failed() {
+  [ -f "$1/sweep.json" ] || return 1
+  python3 - "$1/sweep.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+sys.exit(0 if any(r["status"] in ("failed", "refused") for r in runs) else 1)
+PY
+}
+
+# Evaluates, on GPU(s) $1, the runs under $2 that were cut without an evaluation of their
+# stop checkpoint.
 evaluate_cut() {
   local gpu=$1 dir=$2 run left
   for run in "$dir"/*/; do
     run=${run%/}
-    [ -d "$run/checkpoints" ] && [ ! -f "$run/eval/latest.json" ] || continue
+    needs_evaluation "$run" || continue
     left=$(( deadline - $(date +%s) ))
     [ "$left" -gt 0 ] || return 0
     echo "GPU $gpu: evaluating cut run $run ($left s left)"
@@ -104,26 +139,76 @@ run_item() {
     >"$root/$name.out" 2>&1 || status=$?
   echo "GPU $gpu: $name exited with status $status ($(tail -n 1 "$root/$name.out"))"
   [ "$status" -eq 124 ] || return "$status"  # 124: cut by the deadline, not a failure
-  if [ -n "${EVAL_CUT:-}" ]; then evaluate_cut "$gpu" "$root/$name"; fi
+  if [ -n "${EVAL_CUT:-}" ] && [ -z "$stopped" ]; then evaluate_cut "$gpu" "$root/$name"; fi
+  if sweep_failed "$root/$name"; then
+    echo "GPU $gpu: $name: a run failed before the deadline (see $root/$name/sweep.json)" >&2
+    return 1
+  fi
+}
+
+# TERM to the `timeout` processes under process $1, each of which passes it on to its sweep or
+# evaluation once (signalling the sweep's own processes too would stop its run twice).
+stop_timeouts() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    if [ "$(ps -o comm= -p "$child")" = timeout ]; then
+      kill -TERM "$child" 2>/dev/null
+    else
+      stop_timeouts "$child"
+    fi
+  done
+}
+
+signalled=0
+stop_queues() {
+  signalled=$1
+  echo "run_on_gpus.sh: stopping on $( [ "$1" -eq 130 ] && echo SIGINT || echo SIGTERM):" \
+    "the running sweeps save and stop, no other starts" >&2
+  for pid in "${queues[@]}"; do
+    kill -TERM "$pid" 2>/dev/null  # the queue starts nothing more
+    stop_timeouts "$pid"
+  done
+}
+
+# The exit status of child $1, waited for through the signals this script traps.
+wait_for() {
+  local status
+  while :; do
+    wait "$1"
+    status=$?
+    kill -0 "$1" 2>/dev/null || return "$status"
+  done
 }
 
 queue_index=0
 queues=()
+trap 'stop_queues 130' INT
+trap 'stop_queues 143' TERM
 for queue in "$@"; do
+  [ "$signalled" -eq 0 ] || break
   gpu=$(( queue_index % gpus ))
   (
+    stopped=
+    trap 'stopped=1' TERM
+    trap '' INT  # a terminal's Ctrl-C reaches this script, which stops the queue in order
     status=0
     IFS=';' read -r -a items <<<"$queue"
-    for item in "${items[@]}"; do run_item "$gpu" "$item" || status=$?; done
+    for item in "${items[@]}"; do
+      [ -z "$stopped" ] || break
+      run_item "$gpu" "$item" || status=$?
+    done
     exit "$status"
   ) &
   queues+=("$!")
   queue_index=$((queue_index + 1))
 done
 failed=0
-for pid in "${queues[@]}"; do wait "$pid" || failed=1; done
+for pid in "${queues[@]}"; do wait_for "$pid" || failed=1; done
 tar czf "$archive" --exclude=checkpoints --exclude=tensorboard -C "$root" .
 echo "archived $root to $archive ($(du -h "$archive" | cut -f1))"
+if [ "$signalled" -ne 0 ]; then
+  exit "$signalled"
+fi
 if [ "$failed" -ne 0 ]; then
   echo "run_on_gpus.sh: a sweep failed or was not found (see the GPU lines above)" >&2
   exit 1

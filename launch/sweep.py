@@ -236,7 +236,9 @@ def _run_attempt(argv: list[str], log: pathlib.Path, stop: _Stop) -> int | None:
 
 
 def _wait_or_stop(proc: subprocess.Popen, stop: _Stop) -> int | None:
-  """The run's exit status, or None after passing a stop of the sweep on to it."""
+  """The run's exit status, or None after passing a stop of the sweep on to it: the run then
+  stopped early, unless it exits 0 (it finished inside the stop's grace period, e.g. in its
+  final evaluation), which is its status as for any finished run."""
   try:
     stop.waiting = True
     if stop.signum is None:  # else the stop came while the run was starting
@@ -248,7 +250,7 @@ def _wait_or_stop(proc: subprocess.Popen, stop: _Stop) -> int | None:
   if proc.poll() is not None:  # it ended before the stop could reach it
     return proc.returncode
   _stop_run(proc, stop.signum)
-  return None
+  return 0 if proc.returncode == 0 else None
 
 
 def _kill_group(pgid: int) -> None:

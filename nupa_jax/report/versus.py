@@ -53,6 +53,9 @@ def run_folders(patterns: list[str], where: str) -> list[str]:
     if not found:
       raise SpecError(f"{where}: no run folder matches {pattern!r}")
     folders += [f.rstrip("/") for f in found]
+  twice = sorted({f for f in folders if folders.count(f) > 1})
+  if twice:  # it would weigh one run as two in the mean
+    raise SpecError(f"{where}: {', '.join(twice)} named more than once; name each run once")
   return folders
 
 

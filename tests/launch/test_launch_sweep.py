@@ -265,9 +265,10 @@ echo "trained"
   assert log[2:] == ["attempt log line", "trained"]
 
 
-def _checkpointing_trainer(tmp_path: pathlib.Path) -> pathlib.Path:
+def _checkpointing_trainer(tmp_path: pathlib.Path, finishes: bool = False) -> pathlib.Path:
   """A trainer stand-in that records every SIGTERM / SIGINT it receives and, after the first,
-  takes a second to "save its checkpoint" before exiting as the trainer does (143 / 130)."""
+  takes a second to "save its checkpoint" before exiting as the trainer does (143 / 130); with
+  `finishes`, it ends its run in that second instead and exits 0."""
   path = tmp_path / "checkpointing_trainer"
   path.write_text(f"""#!{sys.executable}
 import os, pathlib, signal, sys, time
@@ -284,7 +285,7 @@ while not got:
   time.sleep(0.05)
 time.sleep(1.0)
 (here / "saved").write_text("")
-sys.exit(143 if got[0] == signal.SIGTERM else 130)
+sys.exit(0 if {finishes} else 143 if got[0] == signal.SIGTERM else 130)
 """)
   path.chmod(0o755)
   return path
@@ -353,6 +354,27 @@ def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how,
     _kill_group(proc.pid)
     if (tmp_path / "ready").exists():
       _kill_group(int((tmp_path / "ready").read_text()))  # the run's own session
+
+
+def test_a_run_that_finishes_while_it_stops_is_done(tmp_path):
+  """A stop that comes as the run ends (in its final evaluation, say) must not record the
+  finished run as interrupted: collecting would skip it, a rerun would repeat its end."""
+  out = tmp_path / "sweep"
+  command = [sys.executable, str(SWEEP), "--config=configs/pe.py:size=tiny", "--grid=pe=rope",
+             f"--out={out}", f"--python={_checkpointing_trainer(tmp_path, finishes=True)}"]
+  proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True)
+  try:
+    _wait_for_the_run(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr  # its only run is done: nothing is left to resume
+    (run,) = json.loads((out / "sweep.json").read_text())["runs"]
+    assert run["status"] == "done" and run["returncode"] == 0, run
+  finally:
+    _kill_group(proc.pid)
+    if (tmp_path / "ready").exists():
+      _kill_group(int((tmp_path / "ready").read_text()))
 
 
 def test_a_name_rerun_with_another_command_does_not_resume_the_old_workdir(tmp_path):

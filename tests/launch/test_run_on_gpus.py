@@ -8,9 +8,11 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 
@@ -190,6 +192,12 @@ def test_eval_cut_evaluates_a_cut_run_from_its_stop_checkpoint(machine):
   _executable(pathlib.Path(env["SWEEPS_DIR"]) / "cut" / "sweep.sh", """#!/usr/bin/env bash
 mkdir -p "$1/run/checkpoints" "$1/done/checkpoints" "$1/done/eval" "$1/fresh"
 echo final > "$1/done/eval/latest.json"
+# Resumed from an earlier job's cut (evaluated at step 100), then cut again at step 200; and
+# a run whose evaluation is of its newest checkpoint.
+mkdir -p "$1/resumed/checkpoints/100" "$1/resumed/checkpoints/200" "$1/resumed/eval"
+echo '{"_meta": {"step": 100}}' > "$1/resumed/eval/latest.json"
+mkdir -p "$1/current/checkpoints/100" "$1/current/eval"
+echo '{"_meta": {"step": 100}}' > "$1/current/eval/latest.json"
 trap 'exit 143' TERM
 sleep 30 & wait
 """)
@@ -206,6 +214,76 @@ mkdir -p "$(dirname "$out")" && echo "gpu=$CUDA_VISIBLE_DEVICES $*" > "$out"
   assert written.startswith("gpu=1 -m nupa_jax.evaluate --workdir=")
   assert "--checkpoint=latest" in written
   assert (root / "cut/done/eval/latest.json").read_text() == "final\n"
+  assert "--checkpoint=latest" in (root / "cut/resumed/eval/latest.json").read_text()
+  assert (root / "cut/current/eval/latest.json").read_text() == '{"_meta": {"step": 100}}\n'
   assert not (root / "cut/fresh/eval").exists()
   assert "GPU 1: evaluating cut run" in result.stdout
   assert (root / "exp/run/eval/latest.json").read_text() == "gpu=0 tasks= seeds=\n"  # done
+
+
+def test_a_run_that_failed_fails_the_job_even_when_its_sweep_is_cut(machine):
+  tmp_path, env = machine
+  _executable(pathlib.Path(env["SWEEPS_DIR"]) / "half" / "sweep.sh", """#!/usr/bin/env bash
+mkdir -p "$1"
+echo '{"runs": [{"name": "a", "status": "failed"}, {"name": "b", "status": "running"}]}' \\
+  > "$1/sweep.json"
+trap 'exit 143' TERM
+sleep 30 & wait
+""")
+  env["MIN_SECONDS"] = "1"
+  result = _run(env, "3", str(tmp_path / "r"), str(tmp_path / "a.tgz"), "half", timeout=30)
+  assert result.returncode == 1, result.stderr
+  assert "half: a run failed before the deadline" in result.stderr
+  assert (tmp_path / "a.tgz").exists()
+
+
+def test_a_relative_root_is_where_the_sweeps_write(machine):
+  """Sweeps run from another folder (paper_sweep.sh changes to the repository's root): a
+  relative ROOT must still name the folder the command was started in."""
+  tmp_path, env = machine
+  _executable(pathlib.Path(env["SWEEPS_DIR"]) / "moving" / "sweep.sh", """#!/usr/bin/env bash
+cd "$(dirname "$0")" && mkdir -p "$1" && echo here > "$1/result.txt"
+""")
+  result = subprocess.run(["bash", str(SCRIPT), "60", "rel_root", "rel.tgz", "moving"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=False)
+  assert result.returncode == 0, result.stderr
+  assert (tmp_path / "rel_root" / "moving" / "result.txt").read_text() == "here\n"
+  with tarfile.open(tmp_path / "rel.tgz") as tar:
+    assert "./moving/result.txt" in tar.getnames()
+
+
+@pytest.mark.parametrize("how, status", [("sigterm", 143), ("ctrl_c", 130)])
+def test_a_stop_of_the_job_stops_the_sweeps_in_order_and_archives(machine, how, status):
+  """A scheduler's TERM to the job script, or a Ctrl-C to its terminal's process group: the
+  running sweep is stopped (as the deadline stops it), the queue's next sweep never starts,
+  and what was written is archived."""
+  tmp_path, env = machine
+  root, archive = tmp_path / "r", tmp_path / "a.tgz"
+  proc = subprocess.Popen(["bash", str(SCRIPT), "120", str(root), str(archive), "slow; exp"],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+  try:
+    deadline = time.monotonic() + 30
+    while not (root / "slow").exists():
+      assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+      time.sleep(0.1)
+    time.sleep(0.5)  # the sweep has set its trap
+    start = time.monotonic()
+    if how == "ctrl_c":
+      os.killpg(proc.pid, signal.SIGINT)
+    else:
+      proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 15, "the sweep was not stopped"
+    assert proc.returncode == status, stderr
+    assert (root / "slow" / "stopped").read_text() == "stopped\n"
+    assert not (root / "exp").exists()
+    with tarfile.open(archive) as tar:
+      assert "./slow/stopped" in tar.getnames()
+  finally:
+    try:
+      os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass

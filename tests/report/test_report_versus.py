@@ -70,6 +70,14 @@ def test_bad_rows_name_the_problem(tmp_path, change, message):
     versus.row(spec)
 
 
+def test_a_run_named_twice_is_refused(tmp_path):
+  _run(tmp_path, "seed-0", 0, 0.5, 10)
+  _run(tmp_path, "seed-1", 1, 0.25, 10)
+  spec = {**SPEC, "runs": [str(tmp_path / "seed-*"), str(tmp_path / "seed-0")]}
+  with pytest.raises(versus.SpecError, match="seed-0 named more than once"):
+    versus.row(spec)
+
+
 
 @pytest.mark.parametrize("spec", PUBLISHED, ids=lambda p: p.parent.name)
 def test_each_published_table_is_what_its_runs_give(spec, tmp_path, monkeypatch):
