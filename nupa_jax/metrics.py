@@ -103,6 +103,15 @@ _ANSWER_PATTERNS = {
 _TOKEN = re.compile(r"[-+\u2212]?\w+(?:[.,/]\w+)*")
 
 
+# An exponent written `E` or `e+` (`1.5E3`, `1.5e+3`): the official scorer reads it as the
+# paper's `e`, and so do we. A negative exponent stays unread (NUPA's are never negative).
+_SCI_EXPONENT = re.compile(r"(\d)[eE]\+?(\d)")
+
+
+def _normalized(text: str, repr_name: str) -> str:
+  return _SCI_EXPONENT.sub(r"\1e\2", text) if repr_name == "sci" else text
+
+
 def _answer_match(text: str, repr_name: str) -> re.Match | None:
   return _ANSWER_PATTERNS[repr_name].search(text, text.rfind("=") + 1)
 
@@ -114,7 +123,7 @@ def answer_text(text: str, repr_name: str) -> str:
   numbers.check_repr(repr_name)
   lines = text.split("\n")
   for i, line in enumerate(lines):
-    if _answer_match(line, repr_name):
+    if _answer_match(_normalized(line, repr_name), repr_name):
       return "\n".join(lines[:i + 1])
   return text
 
@@ -126,9 +135,10 @@ def extract_answer(text: str, repr_name: str) -> str:
 
   Without a match the answer is empty (which `score` counts as wrong everywhere). The match is
   returned as written together with any sign or characters glued to it (`-1234`, `1,234`,
-  `12a`), which then score as wrong: NUPA's answers are unsigned numbers of one format.
+  `12a`), which then score as wrong: NUPA's answers are unsigned numbers of one format. A
+  scientific answer's exponent written `E` or `e+` is read as `e` (`1.5E+3` gives `1.5e3`).
   """
-  line = answer_text(text, repr_name).rpartition("\n")[2]
+  line = _normalized(answer_text(text, repr_name).rpartition("\n")[2], repr_name)
   match = _answer_match(line, repr_name)
   if not match:
     return ""

@@ -109,7 +109,10 @@ def test_random_predictions_against_a_padding_reference():
     ("1/2 + 1/4 = 3/4", "frac", "3/4"),
     ("= 3 / 4", "frac", ""),
     ("Convert: 12300 = The answer is 1.23e4", "sci", "1.23e4"),
-    ("= 1.23E4", "sci", ""),
+    ("= 1.23E4", "sci", "1.23e4"),                                  # read as the official
+    ("= The answer is 1.5e+3.", "sci", "1.5e3"),                    # scorer reads them
+    ("= 1.5e-3", "sci", ""),                                        # NUPA has no such exponent
+    ("Sure.\nThe answer is 1.5E3.\n= 2.5e3", "sci", "1.5e3"),
     ("no numbers here", "int", ""),
     ("", "int", ""),
 ])
@@ -121,6 +124,7 @@ def test_extract_answer(text, repr_name, expected):
     (" 579\nDirectly return ... Add two numbers: 3 + 4 = 7", "int", " 579"),
     ("123 + 456 = 579\n", "int", "123 + 456 = 579"),
     ("Sure.\nThe answer is 1.5e3.", "sci", "Sure.\nThe answer is 1.5e3."),
+    ("The answer is 1.5E+3.\n= 2.5e3", "sci", "The answer is 1.5E+3."),  # kept as written
     ("no number here\nat all", "frac", "no number here\nat all"),
 ])
 def test_a_reply_is_read_up_to_its_first_answer_line(reply, answer_repr, expected):

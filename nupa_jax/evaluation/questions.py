@@ -14,7 +14,9 @@ Shapes: prompts are grouped by task and length into batches of `config.eval.batc
 (`program_sizes`), so that a whole evaluation compiles only a few generation programs:
 compiling one costs more than decoding dozens of batches with it.
 Generation stops at the batch's longest true answer + `MARGIN` tokens: a longer prediction is
-scored as cut there.
+scored as cut there, so a question's dlength counts at most MARGIN tokens past that answer (a
+batch holds one task and length, so about MARGIN past its own): an answer that runs on further
+is scored as if it stopped there, and dlength means understate such runs.
 """
 from __future__ import annotations
 
