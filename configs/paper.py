@@ -13,7 +13,12 @@ The paper's protocol (A.4.1), as read here:
   (`mix=paper`) gives each length L in 1-8 the weight min(10^7, N(L)), N(L) the number of
   distinct questions of length L (`DISTINCT_QUESTIONS`), so for integer addition 1-3-digit
   questions are ~2 % of the data instead of the uniform mix's 37.5 %; the full budget is the
-  sum of those counts (`full_budget`), ~5.1x10^7 samples for integer addition;
+  sum of those counts (`full_budget`), ~5.1x10^7 samples for integer addition. Within a
+  length, samples are drawn with replacement from the task's generator, so a short length gets
+  its share of samples but not each distinct question once, as the paper's concatenated set
+  has it: the generator draws the shorter operand's length uniformly, so the 18,000
+  three-digit questions with a one-digit operand take a third of the 3-digit draws (each about
+  18 times over the full budget) and in expectation ~43 % of the 990,000 appear at least once;
 - decoding with temperature 0.6 and top-p 0.9 (`decoding=sampled`; `greedy` for greedy
   decoding); "the best checkpoint on validation data is reported": runs keep the checkpoint
   of lowest validation loss (`checkpoint.keep_best`), and the reported evaluation is the final
@@ -48,17 +53,19 @@ PAPER_LR = 5e-5
 PAPER_WARMUP = 500
 
 # Distinct questions of each length that this project's generators can draw, where there are
-# fewer than SAMPLES_PER_LENGTH (every other length of 1-8 has more). Integers: both operands of
-# one digit (10 x 10); of two digits with the other of one or two (90 x 90 + 2 x 90 x 10); of
-# three with the other of two or three (900 x 900 + 2 x 900 x 90) -- the shorter operand has at
-# least half the digits of the longer. Floats of one digit a part: 81 values (d.d, no trailing
-# zero), fractions: the 56 reduced fractions of one-digit parts, scientific numbers: 81
-# mantissas d.d x 10 exponents. tests/configs/test_paper_config.py counts them by drawing.
+# fewer than SAMPLES_PER_LENGTH (every other length of 1-8 has more). Integers: the shorter
+# operand has floor(L/2) to L digits, a one-digit one any of 0-9: both of one digit (10 x 10);
+# two digits with the other of one or two (90 x 90 + 2 x 90 x 10); three with the other of one
+# to three (900 x 900 + 2 x 900 x 90 + 2 x 900 x 10). Floats of one digit a part: 81 values
+# (d.d, no trailing zero); fractions: the 56 reduced fractions of one-digit parts; scientific
+# numbers: 81 mantissas d.d each, and 69 pairs of exponents (the first of 0-8, the second
+# within 5 of it). tests/configs/test_paper_config.py checks each count against the
+# generators' draws.
 DISTINCT_QUESTIONS = {
-    "add_int": {1: 100, 2: 9_900, 3: 972_000},
+    "add_int": {1: 100, 2: 9_900, 3: 990_000},
     "add_float": {1: 81**2},
     "multiply_easy_frac": {1: 56**2},
-    "add_sci": {1: 810**2},
+    "add_sci": {1: 81**2 * 69},
 }
 
 # Per table: model preset, training samples (None: the full budget), questions per length,
