@@ -9,7 +9,8 @@ docs/interfaces.md) with:
   and the prompt, on for the whole response and EOS;
 - one sample a row (`packing="padded"`) and rows of `context` positions (`seq_len`): a sample
   over the budget cannot fit its row, so the pipeline replaces it with a fresh draw of the
-  mixture and counts it in `stats()["overflow_redraws"]` — dropped and counted, as the paper
+  mixture and counts it in `stats()["overflow_redraws"]` (each `train_metrics.jsonl` line
+  has its interval's count) — dropped and counted, as the paper
   ignored every sample over its 2000-token limit;
 - each task's training lengths cut to those whose probe questions fit (`fitting_lengths`,
   the pipeline's own per-cell probe): the pipeline refuses a cell whose probe overflows its

@@ -115,6 +115,7 @@ class _Window:
     self.start = time.perf_counter()
     self.paused = 0.0  # evaluation / checkpoint time, not counted as training time
     self.data_wait = data_wait.DataWait()  # time in next(batches), per record
+    self.data_counts: dict[str, float] = {}  # the iterator's counts at the last record
 
   def fetch(self) -> None:
     """Brings pending metrics to the host; raises DivergedError on a non-finite loss or
@@ -128,8 +129,11 @@ class _Window:
       self.metrics.append(values)
     self.pending = []
 
-  def record(self, step: int, samples_seen: int) -> tuple[dict, float]:
-    """The log record of the window (means over its steps) and its steps per second."""
+  def record(self, step: int, samples_seen: int,
+             data_counts: dict[str, float]) -> tuple[dict, float]:
+    """The log record of the window (means over its steps) and its steps per second.
+    `data_counts` (the iterator's `stats()`, over this process's rows) gives the window's
+    test-set and overflow redraws and the share of its row positions that are padding."""
     elapsed = max(time.perf_counter() - self.start - self.paused, 1e-9)
     mean = lambda key: float(np.mean([float(m[key]) for m in self.metrics]))
     tokens = sum(float(m["tokens"]) for m in self.metrics)
@@ -137,11 +141,22 @@ class _Window:
               "learning_rate": float(self.metrics[-1]["learning_rate"]),
               "grad_norm": mean("grad_norm"), "tokens_per_s": tokens / elapsed,
               "samples_per_s": self.samples / elapsed,
-              "data_wait_fraction": self.data_wait.interval(elapsed)}
+              "data_wait_fraction": self.data_wait.interval(elapsed),
+              **_data_counts(data_counts, self.data_counts)}
+    self.data_counts = dict(data_counts)
     steps_per_s = len(self.metrics) / elapsed
     self.metrics, self.samples = [], 0
     self.start, self.paused = time.perf_counter(), 0.0
     return record, steps_per_s
+
+
+def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+  """The counts of the batches between two `stats()` of a data iterator."""
+  delta = {name: now[name] - before.get(name, 0) for name in
+           ("test_redraws", "overflow_redraws", "tokens", "positions")}
+  padding = 1 - delta["tokens"] / delta["positions"] if delta["positions"] else 0.0
+  return {"test_redraws": int(delta["test_redraws"]),
+          "overflow_redraws": int(delta["overflow_redraws"]), "padding_fraction": padding}
 
 
 def _recipe_line(config, train: settings_lib.Train) -> str:
@@ -233,7 +248,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
         window.fetch()
       paused = time.perf_counter()  # writing, evaluating, saving: not training time
       if log_now:
-        record, steps_per_s = window.record(step, samples_seen)
+        record, steps_per_s = window.record(step, samples_seen, batches.stats())
         writer.write(record)
         progress.log(record, steps_per_s)
       val_loss = _validation_loss(state, eval_step, validation) if eval_now else None

@@ -1,9 +1,11 @@
 """data_wait_fraction: the meter's arithmetic on a fake clock, its one warning, and the field in
-every train_metrics.jsonl line and console line of a real (tiny, CPU) run."""
+every train_metrics.jsonl line and console line of a real (tiny, CPU) run; the data counts
+(redraws, padding) of each line against the pipeline's own."""
 import json
 
 import pytest
 
+from nupa_jax import data
 from nupa_jax.training import data_wait
 
 import training_testing
@@ -88,3 +90,16 @@ def test_a_tiny_run_logs_the_data_wait_of_every_interval(tmp_path):
   for record in steps:
     assert 0.0 <= record["data_wait_fraction"] <= 1.0
   assert result.stdout.count("data wait ") == 2
+  # Each interval's data counts are those of its batches, as the pipeline gives them.
+  config = training_testing.micro_config(**{"train.steps": 20})
+  with data.Pipeline(*data.run_config(config)).train_iterator() as batches:
+    for record in steps:
+      before = batches.stats()
+      for _ in range(10):
+        next(batches)
+      after = batches.stats()
+      tokens = after["tokens"] - before["tokens"]
+      positions = after["positions"] - before["positions"]
+      assert record["padding_fraction"] == pytest.approx(1 - tokens / positions)
+      for name in ("test_redraws", "overflow_redraws"):
+        assert record[name] == after[name] - before[name]
