@@ -1,4 +1,6 @@
 """Each positional encoding against values worked out by hand."""
+import collections
+import itertools
 import math
 
 import jax
@@ -233,6 +235,26 @@ def test_random_positions_are_sorted_distinct_subsets_spread_over_the_range():
   # A uniform sorted 4-subset of [0, 1000) has E[min] ~ 200 and E[max] ~ 800.
   last = drawn[:, 8:12]
   assert 150 < last[:, 0].mean() < 250 and 750 < last[:, 3].mean() < 850
+
+
+def test_random_positions_are_uniform_over_subsets_as_the_official_draw():
+  """Every 2-subset of [0, 6) equally likely, as `sorted(choice(6, 2, replace=False))` gives
+  them: adjacent pairs included, which sorted draws with replacement make half as likely. Two
+  segments of one row draw independently."""
+  rows = 3000
+  segments = jnp.array([[1, 1, 2, 2, 0]] * rows)
+  positions = jnp.array([[0, 1, 0, 1, 0]] * rows)
+  drawn = np.asarray(jax.jit(sampling.random_positions, static_argnums=3)(
+      jax.random.key(0), positions, segments, 6))
+  pairs = [tuple(p) for p in drawn[:, :2]] + [tuple(p) for p in drawn[:, 2:4]]
+  counts = collections.Counter(pairs)
+  assert set(counts) == set(itertools.combinations(range(6), 2))
+  expected = len(pairs) / 15  # 400 each; a binomial's sd is ~19
+  assert all(abs(c - expected) < 80 for c in counts.values()), counts
+  adjacent = sum(counts[(i, i + 1)] for i in range(5)) / len(pairs)
+  assert adjacent == pytest.approx(5 / 15, abs=0.03)
+  same = np.mean([tuple(a) == tuple(b) for a, b in zip(drawn[:, :2], drawn[:, 2:4])])
+  assert same == pytest.approx(1 / 15, abs=0.02)
 
 
 @pytest.mark.parametrize("name", ["rope", "fire", "absolute"])

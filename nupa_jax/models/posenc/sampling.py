@@ -20,33 +20,41 @@ def segment_offsets(rng: jax.Array, segment_ids: jax.Array, max_offset: int) -> 
 
 def random_positions(rng: jax.Array, positions: jax.Array, segment_ids: jax.Array,
                      max_position: int) -> jax.Array:
-  """Randomized positions (Ruoss et al. 2023): each segment's positions become a sorted random
-  subset of [0, max_position) of the same size, keeping their order.
+  """Randomized positions (Ruoss et al. 2023): each segment's positions become a uniformly
+  random subset of [0, max_position) of the same size, sorted, keeping their order (the
+  official NUPA code's `random_position`: a sorted draw without replacement).
 
-  Positions 0..n-1 of a segment map to y_p + p, where y_0 <= ... <= y_{n-1} are n sorted
-  uniform draws from [0, max_position - n] (uniform order statistics from normalised cumulative
-  sums of exponentials); adding p makes them strictly increasing. This needs no per-segment
-  sort, so it stays cheap on packed rows. Segments longer than max_position are clipped.
-  Assumes each segment is contiguous with positions increasing by one (as packing produces).
+  A sorted n-subset x_0 < ... < x_{n-1} of [0, M) is its gaps, x_0 and x_{p+1} - x_p - 1 and
+  M - 1 - x_{n-1}: n + 1 counts summing to K = M - n, and the subset is uniform exactly when
+  the gaps are uniform over such compositions. That is the Dirichlet-multinomial with all
+  weights 1: n + 1 exponentials normalised give cut points C_1 <= ... <= C_n of [0, 1), and K
+  uniform draws fall between them, so x_p = p + #{draws below C_{p+1}}. No sort is needed, so
+  it stays cheap on packed rows. (Rounding C_{p+1} x (K + 1) down instead, as sorted draws
+  with replacement do, makes adjacent positions about half as likely as they should be.)
+  It draws rows x (T + 1) x max_position uniforms a step, a segment's worth for every
+  possible segment of a row. Segments longer than max_position are clipped. Assumes each
+  segment is contiguous with positions increasing by one (as packing produces).
   """
   b, t = positions.shape
-  k_gaps, k_last = jax.random.split(rng)
+  k_gaps, k_last, k_draws = jax.random.split(rng, 3)
   gaps = jax.random.exponential(k_gaps, (b, t))
   last_gap = jax.random.exponential(k_last, (b, t + 1))
+  draws = jax.random.uniform(k_draws, (b, t + 1, max_position))  # K <= M of them a segment
   seg = segment_ids.astype(jnp.int32)
 
-  def row(gaps, last_gap, seg, pos):
+  def row(gaps, last_gap, draws, seg, pos):
     n_seg = t + 1
     total = jax.ops.segment_sum(gaps, seg, n_seg) + last_gap           # S_{n+1}
     length = jax.ops.segment_max(pos, seg, n_seg) + 1                  # n
     csum = jnp.cumsum(gaps)
     start = jax.ops.segment_min(csum - gaps, seg, n_seg)
-    frac = (csum - start[seg]) / total[seg]                            # S_{p+1} / S_{n+1}
-    room = jnp.maximum(max_position - length[seg], 0)
-    y = jnp.minimum(jnp.floor(frac * (room + 1)).astype(jnp.int32), room)
-    return jnp.minimum(y + pos, max_position - 1)
+    cut = (csum - start[seg]) / total[seg]                             # C_{p+1} = S_{p+1} / S_{n+1}
+    room = jnp.maximum(max_position - length[seg], 0)                  # K
+    counted = jnp.arange(max_position) < room[:, None]
+    below = jnp.sum((draws[seg] < cut[:, None]) & counted, axis=1, dtype=jnp.int32)
+    return jnp.minimum(below + pos, max_position - 1)
 
-  return jax.vmap(row)(gaps, last_gap, seg, positions.astype(jnp.int32))
+  return jax.vmap(row)(gaps, last_gap, draws, seg, positions.astype(jnp.int32))
 
 
 class RandomizedPositions:
