@@ -86,6 +86,18 @@ def test_alibi_slopes_follow_the_paper_for_power_of_two_and_other_head_counts():
   np.testing.assert_allclose(alibi.slopes(6), [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3])
 
 
+def test_alibi_reward_distance_takes_the_official_codes_slopes_for_any_head_count():
+  """2^(-8 (h + 1) / n), as the official code's `_alibi_pe`: the published slopes for 8 heads,
+  others for 6 (the 3b preset has 24)."""
+  pos = jnp.array([[0, 1]])
+  for heads in (6, 8, 24):
+    bias = np.asarray(make_pe("alibi", heads=heads, hidden=heads * 2, reward_distance=True)
+                      .attention_bias(pos, pos))[0, :, 1, 0]
+    np.testing.assert_allclose(bias, [2.0 ** (-8 * (h + 1) / heads) for h in range(heads)],
+                               rtol=1e-6)
+  np.testing.assert_allclose(alibi.official_slopes(8), alibi.slopes(8))
+
+
 def test_alibi_bias_is_a_negative_distance_penalty_per_head():
   pe = make_pe("alibi", heads=4)
   pos = jnp.array([[0, 1, 2]])

@@ -4,7 +4,9 @@ The bias added to attention logits is -slope_h * |q_pos - k_pos|, slopes geometr
 heads: the published, negative penalty. The official NUPA code (GraphPKU/number_cookbook,
 src/modify_pe.py, `_alibi_pe` with its default alibi_r = 1) adds +slope_h * |q_pos - k_pos|,
 rewarding far tokens; the paper's ALiBi numbers come from that bias. `reward_distance=True`
-reproduces it, so a comparison with the paper can use the PE the paper actually trained.
+reproduces it, so a comparison with the paper can use the PE the paper actually trained, with
+that code's slopes too (`official_slopes`, which differ from the published ones only for a head
+count that is not a power of two).
 """
 from __future__ import annotations
 
@@ -32,6 +34,11 @@ def slopes(heads: int) -> np.ndarray:
   return np.asarray(geometric(lower) + extra, np.float32)
 
 
+def official_slopes(heads: int) -> np.ndarray:
+  """The official NUPA code's slopes: 2^(-8 (h + 1) / n) for every head count n."""
+  return np.asarray([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)], np.float32)
+
+
 @base.register("alibi")
 class ALiBi(base.PositionalEncoding):
   """Fixed linear biases; no parameters."""
@@ -40,8 +47,9 @@ class ALiBi(base.PositionalEncoding):
     del rngs
     self.heads = config.heads
     self.sign = 1.0 if reward_distance else -1.0
+    self.slopes = official_slopes if reward_distance else slopes
 
   def attention_bias(self, q_pos: jax.Array, k_pos: jax.Array) -> jax.Array:
     distance = jnp.abs(q_pos[:, :, None] - k_pos[:, None, :]).astype(jnp.float32)
-    signed_slopes = self.sign * jnp.asarray(slopes(self.heads))
+    signed_slopes = self.sign * jnp.asarray(self.slopes(self.heads))
     return signed_slopes[None, :, None, None] * distance[:, None]
