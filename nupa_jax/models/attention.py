@@ -69,6 +69,8 @@ class Attention(nnx.Module):
     heads = None if ctx.implementation == "cudnn" else "tensor"
     q, k, v = (constrain(a, "batch", None, heads) for a in (q, k, v))
     if ctx.implementation == "cudnn":
+      # cuDNN takes the bias in q's dtype. In bf16 an ALiBi bias of 30 is rounded to a step of
+      # 1/8, while the XLA path and decoding keep it in float32.
       if bias is not None:
         bias = bias.astype(q.dtype)
     out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
