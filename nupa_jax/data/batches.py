@@ -88,3 +88,10 @@ def auto_seq_len(row_positions: Sequence[int], samples_per_row: int, longest: in
 def add_stats(total: dict[str, int], stats: dict[str, int]) -> None:
   for name in STATS:
     total[name] = total.get(name, 0) + stats[name]
+
+
+def with_padding(counts: dict[str, float]) -> dict[str, float]:
+  """`counts` (of `STATS`, over some batches) and the share of their positions that is
+  padding, `padding_fraction`."""
+  padding = 1 - counts["tokens"] / counts["positions"] if counts["positions"] else 0.0
+  return {**counts, "padding_fraction": padding}

@@ -153,9 +153,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
   def stats(self) -> dict[str, float]:
     """This process's counts over the batches given so far: samples, test-set redraws,
     overflow redraws, tokens, positions, and `padding_fraction`."""
-    out: dict[str, float] = {name: self._stats.get(name, 0) for name in batches.STATS}
-    out["padding_fraction"] = 1 - out["tokens"] / out["positions"] if out["positions"] else 0.0
-    return out
+    return batches.with_padding({name: self._stats.get(name, 0) for name in batches.STATS})
 
   def close(self) -> None:
     """Stops the prefetch thread and grain's worker processes (also done when the iterator is

@@ -37,6 +37,7 @@ from nupa_jax import paths
 from nupa_jax import plugins  # pylint: disable=unused-import  (registers every run mode)
 from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
+from nupa_jax.data import batches as batches_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
@@ -152,11 +153,11 @@ class _Window:
 
 def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
   """The counts of the batches between two `stats()` of a data iterator."""
-  delta = {name: now[name] - before.get(name, 0) for name in
-           ("test_redraws", "overflow_redraws", "tokens", "positions")}
-  padding = 1 - delta["tokens"] / delta["positions"] if delta["positions"] else 0.0
+  delta = batches_lib.with_padding(
+      {name: now[name] - before.get(name, 0) for name in batches_lib.STATS})
   return {"test_redraws": int(delta["test_redraws"]),
-          "overflow_redraws": int(delta["overflow_redraws"]), "padding_fraction": padding}
+          "overflow_redraws": int(delta["overflow_redraws"]),
+          "padding_fraction": delta["padding_fraction"]}
 
 
 def _recipe_line(config, train: settings_lib.Train) -> str:
