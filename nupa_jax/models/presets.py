@@ -56,7 +56,8 @@ class ModelConfig:
   norm_eps: float = 1e-5
   init_std: float = 0.02           # Hugging Face Llama's initializer_range
   remat: str = "none"              # none | full | dots (keep matmul outputs)
-  scan_unroll: int | bool = True   # layers per step of the scan over layers (True: all)
+  scan_unroll: int | bool = True   # layers per step of the scan over layers (True: all);
+                                   # with a remat policy the scan stays rolled (one)
   # Speed knobs that keep the numbers (tests/models/test_models_fast_paths.py): one matmul for
   # q, k, v and one for gate, up over their kernels concatenated at run time (the parameters
   # keep their layout; on a tensor-parallel mesh the concatenation regathers the kernels), and

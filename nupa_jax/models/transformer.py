@@ -187,11 +187,16 @@ class Transformer(nnx.Module):
       x, layer_cache = block(x, ctx, layer_cache, rng=key)
       return (x, None if kv is None else (layer_cache.k, layer_cache.v)), None
 
-    policy = REMAT_POLICIES[self.config.remat]
-    if policy is not None and cache is None:
-      body = jax.checkpoint(body, policy=policy, prevent_cse=False)
-    carry = (x, None if cache is None else (cache.k, cache.v))
+    policy = REMAT_POLICIES[self.config.remat] if cache is None else None
     unroll = self.config.scan_unroll
+    if policy is not None:
+      # Recomputing saves memory only when the layers run as a rolled scan. Unrolled, by a
+      # Python loop or a scan's `unroll`, XLA's scheduler starts each layer's recomputation as
+      # early as the forward pass and keeps every activation after all (compiled temp memory
+      # no lower than without remat).
+      body = jax.checkpoint(body, policy=policy, prevent_cse=False)
+      unroll = 1
+    carry = (x, None if cache is None else (cache.k, cache.v))
     if unroll is True or unroll >= n:
       # A Python loop over static layer slices: the backward pass reads each layer's
       # activations where the forward left them, while even a fully unrolled scan stacks them
