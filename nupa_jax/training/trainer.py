@@ -143,7 +143,7 @@ class _Window:
               "grad_norm": mean("grad_norm"), "tokens_per_s": tokens / elapsed,
               "samples_per_s": self.samples / elapsed,
               "data_wait_fraction": self.data_wait.interval(elapsed),
-              **_data_counts(data_counts, self.data_counts)}
+              **_data_counts(data_counts, self.data_counts), **device_memory()}
     self.data_counts = dict(data_counts)
     steps_per_s = len(self.metrics) / elapsed
     self.metrics, self.samples = [], 0
@@ -158,6 +158,16 @@ def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, f
   return {"test_redraws": int(delta["test_redraws"]),
           "overflow_redraws": int(delta["overflow_redraws"]),
           "padding_fraction": delta["padding_fraction"]}
+
+
+def device_memory() -> dict[str, float]:
+  """`peak_memory_gib`: the most memory one of this process's devices has held since the
+  process started (so a record shows what the run needs so far), where the backend reports it:
+  GPU and TPU do, the CPU backend does not."""
+  peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
+           for device in jax.local_devices()]
+  peaks = [peak for peak in peaks if peak is not None]
+  return {"peak_memory_gib": max(peaks) / 2**30} if peaks else {}
 
 
 def _recipe_line(config, train: settings_lib.Train) -> str:

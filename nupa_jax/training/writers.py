@@ -138,5 +138,7 @@ class Progress:
         f"lr {record['learning_rate']:.2e}  |g| {record['grad_norm']:.3f}  "
         f"{record['samples_per_s']:,.0f} samples/s  {record['tokens_per_s']:,.0f} tok/s  "
         f"data wait {record['data_wait_fraction']:.0%}  "
-        f"seen {record['samples_seen']:,}  elapsed {_duration(time.time() - self.start)}  "
+        + (f"peak mem {record['peak_memory_gib']:.1f} GiB  " if "peak_memory_gib" in record
+           else "")
+        + f"seen {record['samples_seen']:,}  elapsed {_duration(time.time() - self.start)}  "
         f"eta {_duration(eta) if math.isfinite(eta) else '?'}")

@@ -47,6 +47,11 @@ def test_progress_line_shows_eta():
   assert "step  100/1000" in line and "loss 0.5000" in line and "6,400 samples/s" in line
   assert "data wait 12%" in line
   assert "eta 1:30" in line  # 900 steps at 10 steps/s
+  assert "peak mem" not in line  # a backend without memory statistics
+  progress.log({"step": 200, "loss": 0.5, "learning_rate": 1e-3, "grad_norm": 0.25,
+                "samples_per_s": 6400.0, "tokens_per_s": 1e5, "samples_seen": 12800,
+                "data_wait_fraction": 0.125, "peak_memory_gib": 41.26}, 10.0)
+  assert "peak mem 41.3 GiB  seen 12,800" in out.getvalue().splitlines()[-1]
   quiet = io.StringIO()
   writers.Progress(10, enabled=False, stream=quiet).print("hidden")
   assert quiet.getvalue() == ""
