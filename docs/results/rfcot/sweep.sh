@@ -10,10 +10,10 @@
 #
 #   docs/results/rfcot/sweep.sh SWEEP_DIR [sweep.py flags]
 #
-# ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0); rerunning skips
-# finished runs.
+# ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0), PER_LENGTH the test
+# questions per task and length (default 20); rerunning skips finished runs.
 set -euo pipefail
 exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000}" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000},per_length=${PER_LENGTH:-20}" \
   "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
   "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
