@@ -5,7 +5,7 @@ beside the paper's tables of them, as `versus`' paper_vs_ours.csv rows.
         --paper docs/results/generalist/paper_learned_digits.json \\
         --runs 'docs/results/generalist/runs/*' --out docs/results/generalist/paper_vs_ours.csv \\
         [--table tab:well_learned_digit] [--models Llama-3.1-8B-ft GPT-4o] [--markdown T.md]
-        [--evaluation 'eval/evaluations/*_greedy_*.json']
+        [--wide W.md] [--ours_label 'ours (0.1B)'] [--evaluation 'eval/evaluations/*_greedy_*.json']
 
 The paper file holds the appendix tables "Well-learned digits / performance-preserving digits
 of models tested on NUPA Test" (`tables[label].values[metric][model][task]`, each table scored
@@ -16,6 +16,10 @@ table blocks whose rows repeat another block's verbatim. Each CSV row is one pap
 sample deviation over the runs of `eval/latest.json[task][metric][scored_metric]` (or of
 `--evaluation`'s file), the other columns as in `versus`. A cell of a flagged block has an
 empty `paper`: the printed number is not that task's.
+
+`--wide` writes the table in the paper's own shape, turned (a row per task, a column per
+paper model and one for our runs, each cell `well-learned / performance-preserving`), so our
+row sits among the paper's; a flagged task's paper cells are `–`.
 
 Our digits must have been computed by the paper's rules, so that `ours_mean` is what the runs'
 files say and compares with the paper's: a results file whose tasks record another
@@ -110,6 +114,28 @@ def rows(paper: dict, run_patterns: list[str], table: str = MAIN_TABLE,
   return out
 
 
+def wide_markdown(rows_: list[dict], ours_label: str = "ours") -> str:
+  """`rows` (of one table) as a row per task and a column per paper model, then ours; each cell
+  `wld / ppd`, ours as run means (to one decimal where they are not whole)."""
+  models = list(dict.fromkeys(r["setting"] for r in rows_))
+  cells: dict[tuple[str, str], dict[str, str]] = {}
+  for r in rows_:
+    cells.setdefault((r["task"], r["setting"]), {})[r["metric"]] = r["paper"] or "–"
+    cells.setdefault((r["task"], ours_label), {})[r["metric"]] = _mean_text(r["ours_mean"])
+  lines = ["| task | " + " | ".join(models + [ours_label]) + " |",
+           "|---" * (len(models) + 2) + "|"]
+  for task in dict.fromkeys(r["task"] for r in rows_):
+    values = [" / ".join(cells[task, m][metric] for metric in LEVEL_METRICS)
+              for m in models + [ours_label]]
+    lines.append(f"| {task} | " + " | ".join(values) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def _mean_text(mean: str) -> str:
+  value = float(mean)
+  return f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = cli.ArgumentParser(prog="python -m nupa_jax.report.learned_digits",
                               description=__doc__,
@@ -120,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--table", default=MAIN_TABLE, help="the paper table's label")
   parser.add_argument("--models", nargs="+", help="the paper's model rows (default: all)")
   parser.add_argument("--markdown", type=pathlib.Path, help="also write the rows as Markdown")
+  parser.add_argument("--wide", type=pathlib.Path,
+                      help="also write the paper's table shape with our column, as Markdown")
+  parser.add_argument("--ours_label", default="ours", help="our column's heading in --wide")
   parser.add_argument("--evaluation", help="results file inside each run, as a glob pattern "
                                            "(default: eval/latest.json)")
   args = parser.parse_args(argv)
@@ -128,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     versus.write(out, args.out)
     if args.markdown:
       args.markdown.write_text(versus.markdown(out))
+    if args.wide:
+      args.wide.write_text(wide_markdown(out, args.ours_label))
   print(f"{len(out)} rows -> {args.out}", file=sys.stderr)
   return 0
 

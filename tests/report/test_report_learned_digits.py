@@ -78,6 +78,14 @@ def test_rows_average_the_runs_digits_beside_each_paper_model(tmp_path):
   assert tuple(written[0]) == versus.COLUMNS and written == rows
   assert "| `tab:well_learned_digit` | GPT-4o | add_int |  | well_learned_digits | 5 | " \
          "4.500 ± 2.121 | 2 |" in table.read_text()
+  wide = tmp_path / "wide.md"
+  assert learned_digits.main(["--paper", str(_paper_file(tmp_path)), "--runs",
+                              str(tmp_path / "seed-*"), "--out", str(out), "--wide", str(wide),
+                              "--ours_label", "0.1B"]) == 0
+  assert wide.read_text().splitlines() == [
+      "| task | GPT-4o | Qwen2-72B | 0.1B |", "|---|---|---|---|",
+      "| add_int | 5 / 20 | 6 / 20 | 4.5 / 5.5 |",   # ours: means of (6, 3) and (8, 3)
+      "| max_int | – / – | – / – | 7 / 7 |"]         # flagged: the paper's cells are not its own
 
 
 def _paper_file(root):
