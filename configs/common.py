@@ -209,6 +209,7 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.eval.every = t["eval_every"]  # 0: only at the end
   c.eval.per_length = t["per_length"]  # test questions per task and length; 0 = val loss only
   c.eval.digits = (1, 20)  # evaluated lengths (intersected with each task's test lengths)
+  c.eval.task_digits = {}  # {task: (lo, hi)}: a task's evaluated lengths instead of `digits`
   c.eval.beyond_digits = ()  # lengths past each task's benchmark range (int / float tasks)
   c.eval.tasks = ()  # () = the training tasks
   c.eval.test_dir = ""  # "" = regenerate the frozen test set in memory from data.test_seed, the

@@ -13,8 +13,9 @@ the paper's tab:rfft_max_length; `rfft`: the four of tab:rfft_performance; or na
 `+`: `add_int+max_sci`), `size` (model preset and training settings of configs/common.py),
 `context` (positions a sample may take; the paper dropped samples over 2000 tokens),
 `per_length` (test questions per task and length; every one generates a whole trace),
-`samples` (training samples, rounded up to whole batches; 0 = the preset's steps), `seed`, and
-`answer`: `rfcot`, or `direct` for the comparison model of the paper's table, a from-scratch
+`samples` (training samples, rounded up to whole batches; 0 = the preset's steps), `seed`,
+`cells` (`all`: every test length of each task whose trace fits; `table`: only the digit cells
+of tab:rfft_performance, for `tasks=rfft`), and `answer`: `rfcot`, or `direct` for the comparison model of the paper's table, a from-scratch
 model of the same size trained on the same tasks and sample budget to answer directly (one-digit
 tokens, packed rows, every length of each task's benchmark range, as the paper's Llama-8B-ft
 saw the whole mixed training set).
@@ -32,7 +33,11 @@ from nupa_jax.rfcot import cot
 
 # tab:rfft_performance's tasks: add float, multiply fraction, max scientific, mod integer.
 RFFT_TASKS = ("add_float", "multiply_hard_frac", "max_sci", "mod_int")
+# Its digit cells: the three lengths the table scores per task.
+RFFT_CELLS = {"add_float": (5, 7), "multiply_hard_frac": (2, 4), "max_sci": (38, 40),
+              "mod_int": (6, 8)}
 ANSWERS = ("rfcot", "direct")
+CELLS = ("all", "table")
 
 
 def _task_names(spec: str) -> tuple[str, ...]:
@@ -45,12 +50,17 @@ def _task_names(spec: str) -> tuple[str, ...]:
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, model="scratch", tokenizer="char", tasks="table", size="100m",
-                         context=2048, per_length=20, seed=0, samples=0, answer="rfcot")
-  if arg.answer not in ANSWERS:
-    raise ValueError(f"unknown answer {arg.answer!r}; known: {', '.join(ANSWERS)}")
+                         context=2048, per_length=20, seed=0, samples=0, answer="rfcot",
+                         cells="all")
+  common.choice("answer", arg.answer, ANSWERS)
+  common.choice("cells", arg.cells, CELLS)
   names = _task_names(arg.tasks)
   config = _rfcot(arg, names) if arg.answer == "rfcot" else _direct(arg, names)
   config.eval.digits = (1, 100)  # each task's test lengths; samples over the context are left out
+  if arg.cells == "table":
+    if set(names) != set(RFFT_CELLS):
+      raise ValueError("cells=table scores tab:rfft_performance's digit cells: use tasks=rfft")
+    config.eval.task_digits = dict(RFFT_CELLS)
   config.eval.per_length = arg.per_length
   if arg.samples:
     config.train.steps = math.ceil(arg.samples / config.train.batch_size)

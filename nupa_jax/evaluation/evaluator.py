@@ -105,7 +105,7 @@ class Evaluator:
     # per_length 0: no generation (validation loss only; quick runs and tests).
     self.questions = {} if not self.per_length else questions_lib.load_questions(
         self.tasks, e.digits, self.per_length, int(config.data.test_seed),
-        e.test_dir, e.beyond_digits)
+        e.test_dir, e.beyond_digits, e.task_digits)
     rows = self.rows = questions_lib.batch_rows(e.batch_size, self.questions,
                                                 sharding_lib.batch_divisor(mesh))
     self.skipped = collections.Counter()  # {task: test questions over the context}

@@ -4,7 +4,7 @@ The questions are the benchmark's (`benchmark.testset`, regenerated in memory fr
 benchmark seed `config.data.test_seed` — the same set the training data excludes — or read
 from a built `config.eval.test_dir`): `config.eval.per_length` per task and test length, for
 the test lengths inside `config.eval.digits` (training may stop at 8 digits, evaluation goes to
-20). Past the benchmark (length generalization), `config.eval.beyond_digits` adds each task's
+20), or inside a task's own range of `config.eval.task_digits`. Past the benchmark (length generalization), `config.eval.beyond_digits` adds each task's
 questions at the listed lengths above its tier `max_digits`, regenerated with the same seeding
 (`testset.questions`, also with a `test_dir`); they exist only for integer and float tasks
 (`testset.max_length`: others raise).
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -85,11 +85,14 @@ def beyond_lengths(task: str, beyond: Sequence[int]) -> list[int]:
 
 
 def load_questions(task_names: Sequence[str], digits: Sequence[int], per_length: int,
-                   seed: int, test_dir: str = "", beyond: Sequence[int] = ()
+                   seed: int, test_dir: str = "", beyond: Sequence[int] = (),
+                   task_digits: Mapping[str, Sequence[int]] | None = None
                    ) -> dict[str, list[testset.Question]]:
-  """{task: questions} ordered by length: the test lengths in `digits` from `test_dir` if
-  given, else regenerated; then the `beyond` lengths past each task's tier, regenerated."""
-  wanted = {t: set(eval_lengths(t, digits)) for t in task_names}
+  """{task: questions} ordered by length: the test lengths in `digits` (or the task's range in
+  `task_digits`) from `test_dir` if given, else regenerated; then the `beyond` lengths past
+  each task's tier, regenerated."""
+  task_digits = task_digits or {}
+  wanted = {t: set(eval_lengths(t, task_digits.get(t, digits))) for t in task_names}
   longer = {t: beyond_lengths(t, beyond) for t in task_names}
   out = {t: [] for t in task_names}
   if test_dir:

@@ -9,6 +9,7 @@ import dataclasses
 
 from nupa_jax import metrics
 from nupa_jax import settings
+from nupa_jax import tasks as tasks_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,6 +18,9 @@ class Eval:
   every: int = 0  # steps between evaluations; 0: only at the end
   per_length: int = 1000  # test questions per task and length; 0 = validation loss only
   digits: tuple[int, int] = (1, 20)  # evaluated lengths (intersected with each task's)
+  # {task: (lo, hi)}: the named tasks' evaluated lengths instead of `digits`, e.g. the digit
+  # cells of a paper table (configs/rfcot.py)
+  task_digits: dict = dataclasses.field(default_factory=dict)
   beyond_digits: tuple[int, ...] = ()  # lengths past each task's benchmark range
   tasks: tuple[str, ...] = ()  # () = the training tasks
   test_dir: str = ""  # a built test set; "" = regenerated from config.data.test_seed
@@ -40,7 +44,24 @@ class Eval:
     metrics.check_rule(self.dlength_rule, metrics.DLENGTH_RULES, "config.eval.dlength_rule")
     for name in ("digits", "beyond_digits", "tasks"):  # lists from config.json: tuples
       object.__setattr__(self, name, tuple(getattr(self, name)))
+    object.__setattr__(self, "task_digits", _task_ranges(self.task_digits))
 
   @classmethod
   def from_config(cls, config) -> Eval:
     return settings.read(config, "eval", cls)
+
+
+def _task_ranges(task_digits) -> dict[str, tuple[int, int]]:
+  """`task_digits` with canonical task names and (lo, hi) ranges; ValueError otherwise."""
+  out = {}
+  for name, digits in dict(task_digits).items():
+    try:
+      task = tasks_lib.get(name).name
+    except ValueError as e:
+      raise ValueError(f"config.eval.task_digits: {e}") from None
+    lo, hi = (int(d) for d in digits) if len(digits) == 2 else (0, -1)
+    if not 1 <= lo <= hi:
+      raise ValueError(f"config.eval.task_digits[{name!r}] must be (lo, hi) with "
+                       f"1 <= lo <= hi, got {tuple(digits)}")
+    out[task] = (lo, hi)
+  return out

@@ -14,6 +14,7 @@ from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import results as results_lib
+from nupa_jax.evaluation import settings as settings_lib
 from nupa_jax.text import Encoder
 
 TASKS = ["add_int", "max_int"]  # a 20-digit and a 100-digit tier task
@@ -51,6 +52,21 @@ def test_questions_are_the_frozen_test_set_in_memory_or_from_files(tmp_path):
   from_files = questions_lib.load_questions(TASKS, DIGITS, PER_LENGTH, seed=0,
                                             test_dir=str(tmp_path))
   assert from_files == in_memory
+
+
+def test_task_digits_give_a_task_its_own_lengths(tmp_path):
+  got = questions_lib.load_questions(["add_int", "max_int"], (3, 12), 2, seed=0,
+                                     task_digits={"max_int": (38, 40)})
+  assert sorted({q.digits for q in got["add_int"]}) == list(range(3, 13))
+  assert [q.digits for q in got["max_int"]] == [38, 38, 39, 39, 40, 40]
+  assert got["max_int"] == [q for d in (38, 39, 40)
+                            for q in testset.questions("max_int", d, seed=0, per_length=2)]
+  with pytest.raises(ValueError, match="unknown task 'max_integer'"):
+    settings_lib.Eval(task_digits={"max_integer": (1, 2)})
+  with pytest.raises(ValueError, match=r"task_digits\['max_int'\] must be \(lo, hi\)"):
+    settings_lib.Eval(task_digits={"max_int": (5, 3)})
+  assert settings_lib.Eval(task_digits={"max_int": [38, 40]}).task_digits == {
+      "max_int": (38, 40)}  # from a config.json: a list
 
 
 def test_batches_hold_right_padded_prompts_of_one_task(encoder):

@@ -8,6 +8,7 @@ from configs import common
 from nupa_jax import data
 from nupa_jax import models
 from nupa_jax.data import settings
+from nupa_jax.evaluation import settings as settings_lib
 from nupa_jax.text import Encoder
 
 FAMILIES = {
@@ -185,6 +186,15 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
   assert direct.data.packing == plain.data.packing == "packed"
   # A trace a row: each layer is recomputed in the backward pass (activations would not fit).
   assert (cot_arm.model.remat, direct.model.remat) == ("full", plain.model.remat)
+  # cells=table: both arms scored at the table's three lengths a task only.
+  cells = {"add_float": (5, 7), "multiply_hard_frac": (2, 4), "max_sci": (38, 40),
+           "mod_int": (6, 8)}
+  for answer in ("rfcot", "direct"):
+    config = rfcot.get_config(f"tasks=rfft,cells=table,answer={answer}")
+    assert settings_lib.Eval.from_config(config).task_digits == cells
+  assert settings_lib.Eval.from_config(cot_arm).task_digits == {}
+  with pytest.raises(ValueError, match="cells=table scores tab:rfft_performance's"):
+    rfcot.get_config("tasks=add_int,cells=table")
   with pytest.raises(ValueError, match="unknown answer 'trace'"):
     rfcot.get_config("answer=trace")
   with pytest.raises(ValueError, match="leave `model` at scratch"):

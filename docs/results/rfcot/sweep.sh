@@ -5,6 +5,7 @@
 # (answer=direct; one-digit tokens, packed rows, each task's whole benchmark range). Traces use
 # the `digits` tokenizer in a 4,096-position context: the paper's 2,000 Llama-3.1 tokens hold
 # far more digits than 2,048 one-digit positions do (README: the context budget table).
+# Both arms are scored at the table's digit cells only (cells=table).
 # Budget: SAMPLES (default 150,000) a run, one run per GPU; the RF-CoT arm's rate on a GPU is
 # not measured yet (README).
 #
@@ -14,6 +15,6 @@
 # questions per task and length (default 20); rerunning skips finished runs.
 set -euo pipefail
 exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000},per_length=${PER_LENGTH:-20}" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000},per_length=${PER_LENGTH:-20},cells=table" \
   "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
   "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
