@@ -14,11 +14,11 @@ the paper's tab:rfft_max_length; `rfft`: the four of tab:rfft_performance; or na
 `context` (positions a sample may take; the paper dropped samples over 2000 tokens),
 `per_length` (test questions per task and length; every one generates a whole trace),
 `samples` (training samples, rounded up to whole batches; 0 = the preset's steps), `seed`,
-`cells` (`all`: every test length of each task whose trace fits; `table`: only the digit cells
-of tab:rfft_performance, for `tasks=rfft`), and `answer`: `rfcot`, or `direct` for the comparison model of the paper's table, a from-scratch
-model of the same size trained on the same tasks and sample budget to answer directly (one-digit
-tokens, packed rows, every length of each task's benchmark range, as the paper's Llama-8B-ft
-saw the whole mixed training set).
+`cells` (`all`: every test length of each task whose trace fits; `table`: only the digit
+cells of tab:rfft_performance, for its tasks), and `answer`: `rfcot`, or `direct` for the
+comparison model of the paper's table, a from-scratch model of the same size trained on the
+same tasks and sample budget to answer directly (one-digit tokens, packed rows, every length
+of each task's benchmark range, as the paper's Llama-8B-ft saw the whole mixed training set).
 
 The RF-CoT data mode (nupa_jax/rfcot/data.py) turns `config.text.tokenizer = {"name":
 "rfcot", ...}` into one sample a row of `context` positions, cuts each task's lengths
@@ -58,9 +58,11 @@ def get_config(arg: str | None = None):
   config = _rfcot(arg, names) if arg.answer == "rfcot" else _direct(arg, names)
   config.eval.digits = (1, 100)  # each task's test lengths; samples over the context are left out
   if arg.cells == "table":
-    if set(names) != set(RFFT_CELLS):
-      raise ValueError("cells=table scores tab:rfft_performance's digit cells: use tasks=rfft")
-    config.eval.task_digits = dict(RFFT_CELLS)
+    others = [n for n in names if n not in RFFT_CELLS]
+    if others:
+      raise ValueError(f"cells=table scores tab:rfft_performance's digit cells, which "
+                       f"{', '.join(others)} has none of: use tasks=rfft or some of its tasks")
+    config.eval.task_digits = {name: RFFT_CELLS[name] for name in names}
   config.eval.per_length = arg.per_length
   if arg.samples:
     config.train.steps = math.ceil(arg.samples / config.train.batch_size)

@@ -98,6 +98,10 @@ class Evaluator:
     self.mesh = mesh
     self.tasks = testset.resolve_tasks(tasks) if tasks else questions_lib.eval_tasks(config)
     self.per_length = int(per_length or e.per_length)
+    unused = sorted(set(e.task_digits) - set(self.tasks))
+    if unused:  # a range pasted under the wrong task would otherwise change nothing, silently
+      logging.warning("config.eval.task_digits names tasks not evaluated here (ignored): %s",
+                      ", ".join(unused))
     self.feature_names = frozenset(feature_names)
     self.next_features = feature_rules.next_features(
         encoder, self.feature_names, config.text.get("format") or {},

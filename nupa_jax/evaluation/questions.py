@@ -3,9 +3,10 @@
 The questions are the benchmark's (`benchmark.testset`, regenerated in memory from the
 benchmark seed `config.data.test_seed` — the same set the training data excludes — or read
 from a built `config.eval.test_dir`): `config.eval.per_length` per task and test length, for
-the test lengths inside `config.eval.digits` (training may stop at 8 digits, evaluation goes to
-20), or inside a task's own range of `config.eval.task_digits`. Past the benchmark (length generalization), `config.eval.beyond_digits` adds each task's
-questions at the listed lengths above its tier `max_digits`, regenerated with the same seeding
+the test lengths inside `config.eval.digits` (training may stop at 8 digits, evaluation goes
+to 20), or inside a task's own range of `config.eval.task_digits`. Past the benchmark (length
+generalization), `config.eval.beyond_digits` adds each task's questions at the listed lengths
+above its tier `max_digits`, regenerated with the same seeding
 (`testset.questions`, also with a `test_dir`); they exist only for integer and float tasks
 (`testset.max_length`: others raise).
 

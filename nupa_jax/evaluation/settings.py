@@ -59,9 +59,9 @@ def _task_ranges(task_digits) -> dict[str, tuple[int, int]]:
       task = tasks_lib.get(name).name
     except ValueError as e:
       raise ValueError(f"config.eval.task_digits: {e}") from None
-    lo, hi = (int(d) for d in digits) if len(digits) == 2 else (0, -1)
-    if not 1 <= lo <= hi:
-      raise ValueError(f"config.eval.task_digits[{name!r}] must be (lo, hi) with "
-                       f"1 <= lo <= hi, got {tuple(digits)}")
-    out[task] = (lo, hi)
+    pair = tuple(digits) if isinstance(digits, (list, tuple)) else ()
+    if not (len(pair) == 2 and all(isinstance(d, int) for d in pair) and 1 <= pair[0] <= pair[1]):
+      raise ValueError(f"config.eval.task_digits[{name!r}] must be (lo, hi), whole numbers "
+                       f"with 1 <= lo <= hi, got {digits!r}")
+    out[task] = pair
   return out

@@ -62,7 +62,8 @@ class ModelConfig:
   # q, k, v and one for gate, up over their kernels concatenated at run time (the parameters
   # keep their layout; on a tensor-parallel mesh the concatenation regathers the kernels), and
   # the layer loop's parameters taken by one split per stacked parameter instead of a static
-  # slice per layer (the gradients then meet in one concatenate, not a pad and add per layer).
+  # slice per layer (the gradients then meet in one concatenate, not a pad and add per layer;
+  # not with a remat policy, whose layers run as a rolled scan).
   fused_projections: bool = False
   split_layers: bool = False
 

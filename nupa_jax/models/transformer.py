@@ -4,7 +4,9 @@ Blocks are stacked: every layer parameter has a leading `layers` axis. By defaul
 (`scan_unroll=True`, or any value >= the layers) the layers run as a Python loop over static
 slices (or, with `split_layers`, one split per stacked parameter), which train faster than a
 rolled scan and compile as fast (docs/benchmarks/ has the measurements); a smaller
-`scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep models. Inside the
+`scan_unroll` runs a `jax.lax.scan` that bounds compile time for deep models. With a remat
+policy the layers always run as a rolled scan (`scan_unroll` and `split_layers` do not apply),
+the only form in which recomputation lowers memory (see `_run_layers`). Inside the
 scan each layer's slice is merged into a plain `Block` — NNX kept functional, no NNX transform
 at run time. The positional encoding is one module shared by all layers; its rotary tables,
 attention bias and mask are computed once per pass.

@@ -35,7 +35,7 @@ EXPECTED = ("a run workdir (config.json + eval/latest.json), a sweep folder (run
 
 _STEP_FILE = re.compile(r"step_(\d+)\.json")
 # Config fields compared as one value: their dict keys are data (task names), not settings.
-_ATOMIC = frozenset({"data.tasks", "data.train_digits", "data.task_digits"})
+_ATOMIC = frozenset({"data.tasks", "data.train_digits", "data.task_digits", "eval.task_digits"})
 # Config fields that differ between runs without being a setting of the experiment.
 _NOT_SETTINGS = frozenset({"workdir"})
 

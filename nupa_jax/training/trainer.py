@@ -163,9 +163,13 @@ def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, f
 def device_memory() -> dict[str, float]:
   """`peak_memory_gib`: the most memory one of this process's devices has held since the
   process started (so a record shows what the run needs so far), where the backend reports it:
-  GPU and TPU do, the CPU backend does not."""
-  peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
-           for device in jax.local_devices()]
+  GPU and TPU do, the CPU backend does not, and a backend may refuse (then no field). On
+  several hosts the log shows process 0's devices only."""
+  try:
+    peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
+             for device in jax.local_devices()]
+  except Exception:  # pylint: disable=broad-except  (a PJRT plugin's UNIMPLEMENTED)
+    return {}
   peaks = [peak for peak in peaks if peak is not None]
   return {"peak_memory_gib": max(peaks) / 2**30} if peaks else {}
 

@@ -157,3 +157,16 @@ def test_the_whole_benchmark_needs_few_programs(per_length, bound):
   batches = questions_lib.make_batches(encoder, questions, 256)
   programs = collections.Counter(b.program for b in batches)
   assert len(programs) <= bound, sorted(programs)
+
+
+def test_task_digits_set_a_tasks_lengths_and_an_unevaluated_task_is_named(caplog):
+  config = common.base("tiny")
+  config.data.tasks = {name: 1.0 for name in TASKS}
+  config.eval.digits = (1, 9)
+  config.eval.per_length = 1
+  config.eval.task_digits = {"max_int": (30, 31), "mod_int": (3, 4)}
+  with caplog.at_level("WARNING"):
+    evaluator = evaluator_lib.Evaluator(config, Encoder(), sharding.make_mesh({"data": -1}))
+  assert [q.digits for q in evaluator.questions["max_int"]] == [30, 31]
+  assert {q.digits for q in evaluator.questions["add_int"]} == set(range(3, 10))
+  assert "task_digits names tasks not evaluated here (ignored): mod_int" in caplog.text

@@ -57,14 +57,21 @@ def test_questions_are_the_frozen_test_set_in_memory_or_from_files(tmp_path):
 def test_task_digits_give_a_task_its_own_lengths(tmp_path):
   got = questions_lib.load_questions(["add_int", "max_int"], (3, 12), 2, seed=0,
                                      task_digits={"max_int": (38, 40)})
+  with open(tmp_path / "test.jsonl", "w") as f:  # a built test set gives the same questions
+    for q in testset.iter_test_set(["add_int", "max_int"], seed=0, per_length=3):
+      f.write(q.to_json() + "\n")
+  assert questions_lib.load_questions(["add_int", "max_int"], (3, 12), 2, seed=0,
+                                      test_dir=str(tmp_path),
+                                      task_digits={"max_int": (38, 40)}) == got
   assert sorted({q.digits for q in got["add_int"]}) == list(range(3, 13))
   assert [q.digits for q in got["max_int"]] == [38, 38, 39, 39, 40, 40]
   assert got["max_int"] == [q for d in (38, 39, 40)
                             for q in testset.questions("max_int", d, seed=0, per_length=2)]
   with pytest.raises(ValueError, match="unknown task 'max_integer'"):
     settings_lib.Eval(task_digits={"max_integer": (1, 2)})
-  with pytest.raises(ValueError, match=r"task_digits\['max_int'\] must be \(lo, hi\)"):
-    settings_lib.Eval(task_digits={"max_int": (5, 3)})
+  for bad in ((5, 3), "38", 5, (38.5, 40), (0, 2)):
+    with pytest.raises(ValueError, match=r"task_digits\['max_int'\] must be \(lo, hi\)"):
+      settings_lib.Eval(task_digits={"max_int": bad})
   assert settings_lib.Eval(task_digits={"max_int": [38, 40]}).task_digits == {
       "max_int": (38, 40)}  # from a config.json: a list
 

@@ -13,12 +13,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 
 
+RFCOT_RECIPE = "tokenizer=digits,context=4096,samples=150000,per_length=20,cells=table"
+
+
 @pytest.mark.parametrize("experiment, runs, expected", [
     ("generalist", 1, ["configs/mixed.py:size=100m,samples=16000000,per_length=100,scoring=paper,"
                        "eval_every=0",
                        "--config.data.num_workers=32"]),
-    ("rfcot", 2, ["tokenizer=digits,context=4096,samples=150000,per_length=20,cells=table,answer=rfcot",
-                  "tokenizer=digits,context=4096,samples=150000,per_length=20,cells=table,answer=direct"]),
+    ("rfcot", 2, [f"{RFCOT_RECIPE},answer=rfcot", f"{RFCOT_RECIPE},answer=direct"]),
 ])
 def test_sweep_prints_valid_commands(tmp_path, experiment, runs, expected):
   result = subprocess.run(

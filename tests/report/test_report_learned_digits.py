@@ -85,7 +85,7 @@ def test_rows_average_the_runs_digits_beside_each_paper_model(tmp_path):
   assert wide.read_text().splitlines() == [
       "| task | GPT-4o | Qwen2-72B | 0.1B |", "|---|---|---|---|",
       "| add_int | 5 / 20 | 6 / 20 | 4.5 / 5.5 |",   # ours: means of (6, 3) and (8, 3)
-      "| max_int | – / – | – / – | 7 / 7 |"]         # flagged: the paper's cells are not its own
+      "| max_int | – / – | – / – | 7 / 7 |"]  # flagged: the paper's cells are not its own
 
 
 def _paper_file(root):

@@ -193,8 +193,11 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
     config = rfcot.get_config(f"tasks=rfft,cells=table,answer={answer}")
     assert settings_lib.Eval.from_config(config).task_digits == cells
   assert settings_lib.Eval.from_config(cot_arm).task_digits == {}
-  with pytest.raises(ValueError, match="cells=table scores tab:rfft_performance's"):
-    rfcot.get_config("tasks=add_int,cells=table")
+  some = rfcot.get_config("tasks=max_sci+mod_int,cells=table")
+  assert settings_lib.Eval.from_config(some).task_digits == {"max_sci": (38, 40),
+                                                             "mod_int": (6, 8)}
+  with pytest.raises(ValueError, match="add_int has none of: use tasks=rfft"):
+    rfcot.get_config("tasks=add_int+mod_int,cells=table")
   with pytest.raises(ValueError, match="unknown answer 'trace'"):
     rfcot.get_config("answer=trace")
   with pytest.raises(ValueError, match="leave `model` at scratch"):
