@@ -29,6 +29,10 @@ class Train:
   grad_clip: float = 1.0  # global-norm clipping; 0 disables
   # XLA's Triton GEMM fusions on GPU; off, every matmul of the train step goes to cuBLAS.
   gpu_triton_gemm: bool = True
+  # Each step's rows in this many parts, run one after another with their gradients added
+  # (gradient accumulation): the same update, up to float rounding, in a fraction of the
+  # activation memory. The rows per data-parallel device must divide by it.
+  microbatches: int = 1
 
   def compiler_options(self, backend: str) -> dict[str, bool]:
     """XLA options of the jitted train step on `backend` (jax.default_backend())."""
@@ -37,7 +41,7 @@ class Train:
     return {}
 
   def __post_init__(self):
-    for name in ("steps", "log_every"):
+    for name in ("steps", "log_every", "microbatches"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"config.train.{name} must be >= 1")
 

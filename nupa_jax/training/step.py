@@ -44,10 +44,50 @@ def _mean_loss(model, batch, rng):
   return total / jnp.maximum(count, 1.0), count
 
 
+def microbatches_of(batch: dict, k: int) -> dict:
+  """The batch's rows dealt into `k` microbatches, [k, rows / k, ...]: microbatch i holds rows
+  i, i + k, i + 2k, ..., so each keeps an equal share of every device's rows (a row-sharded
+  batch splits without moving data)."""
+  return jax.tree.map(lambda a: a.reshape(a.shape[0] // k, k, *a.shape[1:]).swapaxes(0, 1),
+                      batch)
+
+
+def _loss_and_grads(model, batch: dict, rng, wrt, k: int):
+  """(mean loss, answer tokens, gradients) of the whole batch. With k > 1 microbatches run one
+  after another in a scan and their summed losses and gradients are added up before the one
+  division by the batch's answer tokens: the same gradient, up to float rounding, with the
+  activations of one microbatch at a time. (Microbatch i's random draws, where the model makes
+  any, come from `fold_in(rng, i)`.)"""
+  if k == 1:
+    grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
+    (loss, count), grads = grad_fn(model, batch, rng)
+    return loss, count, grads
+  graphdef, params, rest = nnx.split(model, wrt, ...)
+
+  def summed(params, part, part_rng):
+    return loss_sums(nnx.merge(graphdef, params, rest), part, rng=part_rng)
+
+  sum_and_grads = jax.value_and_grad(summed, has_aux=True)
+
+  def body(carry, xs):
+    total, count, grads = carry
+    part, i = xs
+    part_rng = None if rng is None else jax.random.fold_in(rng, i)
+    (part_total, part_count), part_grads = sum_and_grads(params, part, part_rng)
+    return (total + part_total, count + part_count,
+            jax.tree.map(jnp.add, grads, part_grads)), None
+
+  zeros = jax.tree.map(jnp.zeros_like, params)
+  (total, count, grads), _ = jax.lax.scan(
+      body, (jnp.float32(0), jnp.float32(0), zeros), (microbatches_of(batch, k), jnp.arange(k)))
+  scale = 1.0 / jnp.maximum(count, 1.0)
+  return total * scale, count, jax.tree.map(lambda g: g * scale.astype(g.dtype), grads)
+
+
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
                     wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None,
-                    grad_shardings=None):
+                    grad_shardings=None, microbatches: int = 1):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -59,7 +99,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   (non-padding tokens), answer_tokens. `compiler_options`: XLA options of the step's program
   (`Train.compiler_options`). `grad_shardings` (`StateSpec.grad_shardings`): where the
   gradients are reduced to, the optimizer state's split over `data` (a reduce-scatter instead
-  of an all-reduce); None leaves them as the parameters.
+  of an all-reduce); None leaves them as the parameters. `microbatches`
+  (`Train.microbatches`): the batch's rows taken in that many parts, one after another.
   """
 
   def train_step(state, batch):
@@ -67,8 +108,7 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     step = optimizer.step[...]
     lr = schedule(step)
     rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
-    grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
-    (loss, answer_tokens), grads = grad_fn(model, batch, rng)
+    loss, answer_tokens, grads = _loss_and_grads(model, batch, rng, wrt, microbatches)
     if grad_shardings is not None:
       grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
     optimizer.update(model, grads)

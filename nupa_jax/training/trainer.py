@@ -81,6 +81,8 @@ class _Run:
       self.config = config
       self.pipeline = data_lib.Pipeline(config, self.encoder)
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
+      _check_microbatches(self.train.microbatches, self.pipeline.rows,
+                          sharding_lib.batch_divisor(self.mesh))
       self.schedule = optimizer_lib.schedule(self.train)
       self.tx = optimizer_lib.make(self.train)
       self.spec = self.mode.model.state_spec(config, self.encoder.vocab_size, self.mesh,
@@ -158,6 +160,14 @@ def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, f
   return {"test_redraws": int(delta["test_redraws"]),
           "overflow_redraws": int(delta["overflow_redraws"]),
           "padding_fraction": delta["padding_fraction"]}
+
+
+def _check_microbatches(microbatches: int, rows: int, divisor: int) -> None:
+  """ValueError unless each batch-axis device's rows split into `microbatches` equal parts."""
+  if (rows // divisor) % microbatches:
+    raise ValueError(f"config.train.microbatches={microbatches} does not divide the "
+                     f"{rows // divisor} rows of each of the {divisor} batch-axis devices "
+                     f"({rows} rows a batch)")
 
 
 def device_memory() -> dict[str, float]:
@@ -240,7 +250,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt,
       compiler_options=run.train.compiler_options(jax.default_backend()),
-      grad_shardings=run.spec.grad_shardings)
+      grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated)
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding) as it:

@@ -28,7 +28,8 @@ def step_records(workdir: pathlib.Path) -> list[dict]:
 
 def test_sharded_run_matches_single_device(tmp_path):
   """Mesh data 2 x fsdp 2 x tensor 2 on 8 fake devices, and data parallel on 2 with the
-  optimizer state split over data: the same losses as one device."""
+  optimizer state split over data and each step's rows in 2 microbatches: the same losses as
+  one device."""
   steps = {"train.steps": 4}
   training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "one", **steps))
   mesh = {"mesh.shape.data": 2, "mesh.shape.fsdp": 2, "mesh.shape.tensor": 2}
@@ -36,7 +37,8 @@ def test_sharded_run_matches_single_device(tmp_path):
       tmp_path / "eight", **steps, **mesh), devices=8)
   assert "mesh {'data': 2, 'fsdp': 2, 'tensor': 2}" in eight.stdout
   training_testing.run("nupa_jax.train", training_testing.micro_args(
-      tmp_path / "zero1", **steps, **{"mesh.shard_optimizer_over_data": True}), devices=2)
+      tmp_path / "zero1", **steps, **{"mesh.shard_optimizer_over_data": True,
+                                      "train.microbatches": 2}), devices=2)
   one = step_records(tmp_path / "one")
   assert [r["step"] for r in one] == [1, 2, 3, 4]
   for other in ("eight", "zero1"):

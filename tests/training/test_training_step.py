@@ -70,3 +70,36 @@ def test_init_from_starts_from_another_runs_model_with_a_fresh_optimizer(tmp_pat
   config.init_from = str(tmp_path / "nothing_here")
   with pytest.raises(trainer.ConfigError, match="config.init_from=.*no checkpoint in"):
     trainer._Run(config, tmp_path / "new").init_state()
+
+
+@pytest.mark.parametrize("microbatches", [4])
+def test_microbatches_give_the_update_of_the_whole_batch(setup, microbatches):
+  config, mesh, spec, state, batch = setup
+  rows = batch["inputs"].shape[0]
+  assert rows % microbatches == 0, rows
+  parts = step_lib.microbatches_of(batch, microbatches)
+  assert parts["inputs"].shape[:2] == (microbatches, rows // microbatches)
+  for r in range(rows):  # row r of the batch is row r // k of microbatch r % k
+    np.testing.assert_array_equal(parts["inputs"][r % microbatches, r // microbatches],
+                                  batch["inputs"][r])
+  out = {}
+  for k in (1, microbatches):
+    train_step = step_lib.make_train_step(
+        spec.graphdef, spec.shardings, sharding.batch_sharding(mesh), sharding.replicated(mesh),
+        optimizer.schedule(config.train), microbatches=k)
+    new_state, metrics = train_step(jax.tree.map(lambda x: x.copy(), state), batch)
+    out[k] = (nnx.to_pure_dict(new_state), metrics)
+  (one, one_metrics), (split, split_metrics) = out[1], out[microbatches]
+  for key in ("loss", "grad_norm", "answer_tokens", "tokens"):
+    assert float(split_metrics[key]) == pytest.approx(float(one_metrics[key]), rel=1e-5), key
+  for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(split)):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(nnx.to_pure_dict(state)),
+                                                      jax.tree.leaves(one)))  # it did update
+
+
+def test_microbatches_must_split_each_devices_rows():
+  trainer._check_microbatches(4, rows=16, divisor=2)
+  with pytest.raises(ValueError, match="microbatches=3 does not divide the 8 rows of each of "
+                                       "the 2 batch-axis devices"):
+    trainer._check_microbatches(3, rows=16, divisor=2)
