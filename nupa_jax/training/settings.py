@@ -30,8 +30,9 @@ class Train:
   # XLA's Triton GEMM fusions on GPU; off, every matmul of the train step goes to cuBLAS.
   gpu_triton_gemm: bool = True
   # Each step's rows in this many parts, run one after another with their gradients added
-  # (gradient accumulation): the same update, up to float rounding, in a fraction of the
-  # activation memory. The rows per data-parallel device must divide by it.
+  # (gradient accumulation): the same update, up to float rounding, for a model without random
+  # draws, in a fraction of the activation memory. The rows per data-parallel device must
+  # divide by it.
   microbatches: int = 1
 
   def compiler_options(self, backend: str) -> dict[str, bool]:

@@ -52,16 +52,20 @@ def microbatches_of(batch: dict, k: int) -> dict:
                       batch)
 
 
-def _loss_and_grads(model, batch: dict, rng, wrt, k: int):
+def _loss_and_grads(model, batch: dict, rng, wrt, k: int, grad_shardings=None):
   """(mean loss, answer tokens, gradients) of the whole batch. With k > 1 microbatches run one
-  after another in a scan and their summed losses and gradients are added up before the one
-  division by the batch's answer tokens: the same gradient, up to float rounding, with the
-  activations of one microbatch at a time. (Microbatch i's random draws, where the model makes
-  any, come from `fold_in(rng, i)`.)"""
+  after another in a scan and their summed losses and gradients are added up, in float32,
+  before the one division by the batch's answer tokens: the same gradient, up to float
+  rounding, with the activations of one microbatch at a time. (Microbatch i's random draws,
+  where the model makes any, come from `fold_in(rng, i)`, so such a model's run differs from
+  its k = 1 run.) Each microbatch's gradients are reduced to `grad_shardings` as they come, so
+  the running sum is split like the optimizer state."""
   if k == 1:
     grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
     (loss, count), grads = grad_fn(model, batch, rng)
     return loss, count, grads
+  constrain = (lambda tree: tree) if grad_shardings is None else (
+      lambda tree: jax.lax.with_sharding_constraint(tree, grad_shardings))
   graphdef, params, rest = nnx.split(model, wrt, ...)
 
   def summed(params, part, part_rng):
@@ -74,14 +78,15 @@ def _loss_and_grads(model, batch: dict, rng, wrt, k: int):
     part, i = xs
     part_rng = None if rng is None else jax.random.fold_in(rng, i)
     (part_total, part_count), part_grads = sum_and_grads(params, part, part_rng)
-    return (total + part_total, count + part_count,
-            jax.tree.map(jnp.add, grads, part_grads)), None
+    grads = jax.tree.map(lambda g, p: g + p.astype(jnp.float32), grads, constrain(part_grads))
+    return (total + part_total, count + part_count, grads), None
 
-  zeros = jax.tree.map(jnp.zeros_like, params)
+  zeros = constrain(jax.tree.map(lambda p: jnp.zeros(p.shape, jnp.float32), params))
   (total, count, grads), _ = jax.lax.scan(
       body, (jnp.float32(0), jnp.float32(0), zeros), (microbatches_of(batch, k), jnp.arange(k)))
   scale = 1.0 / jnp.maximum(count, 1.0)
-  return total * scale, count, jax.tree.map(lambda g: g * scale.astype(g.dtype), grads)
+  return total * scale, count, jax.tree.map(lambda g, p: (g * scale).astype(p.dtype), grads,
+                                            params)
 
 
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
@@ -108,7 +113,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     step = optimizer.step[...]
     lr = schedule(step)
     rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
-    loss, answer_tokens, grads = _loss_and_grads(model, batch, rng, wrt, microbatches)
+    loss, answer_tokens, grads = _loss_and_grads(model, batch, rng, wrt, microbatches,
+                                                 grad_shardings)
     if grad_shardings is not None:
       grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
     optimizer.update(model, grads)

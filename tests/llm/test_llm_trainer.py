@@ -86,7 +86,7 @@ def test_lora_run_trains_adapters_only_and_exports_a_transformers_checkpoint(che
 def test_rfcot_run_writes_the_cut_lengths_to_its_config(tmp_path):
   config = rfcot_config.get_config("size=tiny,tasks=add_int,per_length=0")
   config.model.update(num_layers=1, hidden=32, mlp=64, heads=4, kv_heads=2)
-  config.train.update(steps=2, batch_size=2, log_every=1, warmup_steps=1)
+  config.train.update(steps=2, batch_size=2, microbatches=2, log_every=1, warmup_steps=1)
   config.data.exclude_test = False
   config.eval.update(validation_batches=1, batch_size=2)
   trainer.train_and_evaluate(config, tmp_path)
