@@ -31,11 +31,11 @@ from configs import common
 from nupa_jax import tasks
 from nupa_jax.rfcot import cot
 
-# tab:rfft_performance's tasks: add float, multiply fraction, max scientific, mod integer.
-RFFT_TASKS = ("add_float", "multiply_hard_frac", "max_sci", "mod_int")
-# Its digit cells: the three lengths the table scores per task.
+# tab:rfft_performance's tasks (add float, multiply fraction, max scientific, mod integer) and
+# its digit cells: the three lengths the table scores per task.
 RFFT_CELLS = {"add_float": (5, 7), "multiply_hard_frac": (2, 4), "max_sci": (38, 40),
               "mod_int": (6, 8)}
+RFFT_TASKS = tuple(RFFT_CELLS)
 ANSWERS = ("rfcot", "direct")
 CELLS = ("all", "table")
 

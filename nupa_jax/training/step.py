@@ -58,14 +58,15 @@ def _loss_and_grads(model, batch: dict, rng, wrt, k: int, grad_shardings=None):
   before the one division by the batch's answer tokens: the same gradient, up to float
   rounding, with the activations of one microbatch at a time. (Microbatch i's random draws,
   where the model makes any, come from `fold_in(rng, i)`, so such a model's run differs from
-  its k = 1 run.) Each microbatch's gradients are reduced to `grad_shardings` as they come, so
-  the running sum is split like the optimizer state."""
+  its k = 1 run.) The gradients are reduced to `grad_shardings` (None: left as the
+  parameters), each microbatch's as it comes, so the running sum is split like the optimizer
+  state."""
+  constrain = (lambda tree: tree) if grad_shardings is None else (
+      lambda tree: jax.lax.with_sharding_constraint(tree, grad_shardings))
   if k == 1:
     grad_fn = nnx.value_and_grad(_mean_loss, argnums=nnx.DiffState(0, wrt), has_aux=True)
     (loss, count), grads = grad_fn(model, batch, rng)
-    return loss, count, grads
-  constrain = (lambda tree: tree) if grad_shardings is None else (
-      lambda tree: jax.lax.with_sharding_constraint(tree, grad_shardings))
+    return loss, count, constrain(grads)
   graphdef, params, rest = nnx.split(model, wrt, ...)
 
   def summed(params, part, part_rng):
@@ -115,8 +116,6 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     rng = None if rng_seed is None else jax.random.fold_in(jax.random.key(rng_seed), step)
     loss, answer_tokens, grads = _loss_and_grads(model, batch, rng, wrt, microbatches,
                                                  grad_shardings)
-    if grad_shardings is not None:
-      grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
     optimizer.update(model, grads)
     metrics = {
         "loss": loss,
