@@ -25,6 +25,7 @@ from nupa_jax.report.series import (LOSS_SPLITS, Band, bucket_band, curve_series
 FORMATS = ("png", "svg")
 MAX_CURVES = 20  # digit lengths drawn per training-curve panel; the CSV keeps them all
 _PALETTE = [colors.to_hex(c) for c in cm.tab10.colors]
+_DASHES = ("-", "--", ":", "-.")  # past the palette's ten colours, line k gets dash k // 10
 _LOSS = scales.Scale("loss", "loss", lambda v: v, "viridis", None)  # drawn as logged
 _LEGEND_CHAR_INCHES = 0.06  # a legend character at fontsize 7, estimated (not measured:
                              # measuring text is what makes constrained layout slow)
@@ -76,11 +77,16 @@ def _legend_beside(fig: Figure, ax: Axes) -> None:
   fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
 
 
+def _style(index: int) -> tuple[str, str]:
+  """(colour, dash) of the index-th line: no two of the first 40 lines look the same."""
+  return _PALETTE[index % len(_PALETTE)], _DASHES[index // len(_PALETTE) % len(_DASHES)]
+
+
 def _draw(ax: Axes, x: list[float], bands: list[Band], scale: scales.Scale, color, label: str,
-          seeded: bool, marker: str | None = "o") -> None:
+          seeded: bool, marker: str | None = "o", dash: str = "-") -> None:
   """One median line, and its seeds' min-max band when there are several seeds."""
-  ax.plot(x, [scale.transform(b.median) for b in bands], color=color, label=label,
-          marker=marker if len(x) < 30 else None, markersize=3, linewidth=1.3)
+  ax.plot(x, [scale.transform(b.median) for b in bands], color=color, linestyle=dash,
+          label=label, marker=marker if len(x) < 30 else None, markersize=3, linewidth=1.3)
   if seeded:
     ax.fill_between(x, [scale.transform(b.lo) for b in bands],
                     [scale.transform(b.hi) for b in bands], color=color, alpha=0.2, linewidth=0)
@@ -110,20 +116,19 @@ def plot_digits(groups: list[Group], tasks: list[str], metric: str,
   """Final-eval metric against digit length: a panel per task, a line per setting."""
   scale = scales.get(metric)
   fig, axes = _panels(len(tasks))
-  palette = {}  # label -> colour, so a label keeps its colour in every panel
+  palette = {}  # label -> (colour, dash), so a label keeps its look in every panel
   shown = []
   for ax, task in zip(axes, tasks):
     present = [g for g in groups if task in g.tasks]
     labels = panel_labels(present)
-    line_colors = [palette.setdefault(label, _PALETTE[len(palette) % len(_PALETTE)])
-                   for label in labels]
-    _shade_training(ax, present, line_colors, task)
+    line_styles = [palette.setdefault(label, _style(len(palette))) for label in labels]
+    _shade_training(ax, present, [color for color, _ in line_styles], task)
     legend = [label if len(g.entries) == 1 else f"{label} ({g.replicas})"
               for g, label in zip(present, labels)]
-    for group, text, color in zip(present, legend, line_colors):
+    for group, text, (color, dash) in zip(present, legend, line_styles):
       series = digit_series(group, task, metric)
       _draw(ax, [d for d, _ in series], [b for _, b in series], scale, color, text,
-            len(group.entries) > 1)
+            len(group.entries) > 1, dash=dash)
     shown.append(legend)
     ax.set(title=task, xlabel="digit length", ylabel=scale.axis)
     _limits(ax, scale)
@@ -176,7 +181,7 @@ def plot_losses(groups: list[Group], stem: pathlib.Path) -> list[pathlib.Path]:
     return []
   fig, axes = _panels(len(panels))
   labels = panel_labels(groups)
-  palette = {id(g): _PALETTE[i % len(_PALETTE)] for i, g in enumerate(groups)}
+  palette = {id(g): _style(i) for i, g in enumerate(groups)}
   legend = {id(g): label if len(g.entries) == 1 else f"{label} ({g.replicas})"
             for g, label in zip(groups, labels)}
   # One x axis for both panels (samples seen unless some point lacks it), so that a run's
@@ -185,9 +190,10 @@ def plot_losses(groups: list[Group], stem: pathlib.Path) -> list[pathlib.Path]:
                    for _, seen, _ in series)
   for ax, (split, lines) in zip(axes, panels.items()):
     for group, series in lines:
+      color, dash = palette[id(group)]
       _draw(ax, [seen if by_samples else step for step, seen, _ in series],
-            [b for _, _, b in series], _LOSS, palette[id(group)], legend[id(group)],
-            len(group.entries) > 1, marker="o" if split == "val" else None)
+            [b for _, _, b in series], _LOSS, color, legend[id(group)],
+            len(group.entries) > 1, marker="o" if split == "val" else None, dash=dash)
     if all(b.lo > 0 for _, series in lines for _, _, b in series if b.n):
       ax.set_yscale("log")
     ax.set(title=LOSS_SPLITS[split], xlabel="samples seen" if by_samples else "training step",

@@ -377,10 +377,24 @@ def load(paths: list[str | os.PathLike], log: Callable[[str], None] = print) -> 
     else:
       entries.extend(load_sweep(path, log))
     log(f"loaded {path} ({len(entries)} runs so far)")
-  seen = {}
-  for entry in entries:  # the same run name from two sweeps: tell them apart by their folder
-    seen[entry.name] = seen.get(entry.name, 0) + 1
-  for entry in entries:
-    if seen[entry.name] > 1:
-      entry.name = f"{entry.path.parent.name}/{entry.name}"
+  _tell_apart(entries)
   return entries
+
+
+def _tell_apart(entries: list[Entry]) -> None:
+  """Renames runs that share a name (the same run name from two sweeps) to the shortest
+  trailing parts of their paths that differ: `a/run0` and `b/run0`, or
+  `random_positions/reverse/runs/run0` and `rev_vs_pad/reverse/runs/run0`."""
+  by_name: dict[str, list[Entry]] = {}
+  for entry in entries:
+    by_name.setdefault(entry.name, []).append(entry)
+  for same in by_name.values():
+    if len(same) < 2:
+      continue
+    parts = [entry.path.parts for entry in same]
+    for depth in range(2, max(map(len, parts)) + 1):
+      names = ["/".join(p[-depth:]) for p in parts]
+      if len(set(names)) == len(names):
+        break
+    for entry, name in zip(same, names):
+      entry.name = name

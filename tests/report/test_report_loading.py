@@ -140,6 +140,14 @@ def test_same_run_names_from_two_sweeps_are_told_apart(tmp_path):
   assert names == ["a/run0", "b/run0"]
 
 
+def test_runs_in_folders_of_the_same_name_are_told_apart_by_the_folders_above(tmp_path):
+  for cell in ("x/reverse", "y/reverse", "y/pad"):
+    make_run(tmp_path / cell / "runs" / "run0")
+  paths = [tmp_path / c / "runs" for c in ("x/reverse", "y/reverse", "y/pad")]
+  names = [e.name for e in load(paths, quiet)]
+  assert names == ["x/reverse/runs/run0", "y/reverse/runs/run0", "y/pad/runs/run0"]
+
+
 def _error(paths: list[pathlib.Path]) -> str:
   with pytest.raises(ReportError) as info:
     load(paths, quiet)

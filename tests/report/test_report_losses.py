@@ -121,6 +121,19 @@ def test_single_run_is_one_line_without_band(sweep, drawn):
   assert not [c for c in train.collections if isinstance(c, PolyCollection)]
 
 
+def test_lines_past_the_palette_differ_in_dash_pattern(tmp_path, drawn):
+  runs = [tmp_path / f"run{k}" for k in range(12)]
+  for k, run in enumerate(runs):
+    make_logged_run(run, "alibi", 0)
+    write_json(run / "config.json", {"seed": 0, "model": {"posenc": {"name": f"pe{k}"}},
+                                     "data": {"tasks": {"add_int": 1.0}}})
+  figures.plot_losses(_groups(*runs), pathlib.Path("losses"))
+  lines = drawn[0].axes[0].get_lines()
+  looks = [(line.get_color(), line.get_linestyle()) for line in lines]
+  assert len(looks) == 12 and len(set(looks)) == 12
+  assert looks[10][0] == looks[0][0] and looks[10][1] != looks[0][1]  # colour reused, dashed
+
+
 def test_without_samples_seen_the_curves_are_drawn_by_step(tmp_path, drawn):
   make_logged_run(tmp_path / "run", "rope", 0, samples=False)
   figures.plot_losses(_groups(tmp_path / "run"), pathlib.Path("losses"))
