@@ -18,7 +18,10 @@ are the mean and sample standard deviation (empty for one run) of the runs'
 if they differ), `runs` the run folders. `--evaluation` reads another results file of each run
 (the first match of the pattern inside it, e.g. a greedy re-evaluation) instead of
 `eval/latest.json`. A run without the cell is an error: a row never averages fewer runs than it
-names.
+names. The one exception is a cell whose every test question was over the run's context (an
+RF-CoT trace that does not fit, the paper's "–"): the results file then lacks the length and
+counts the task under `_meta.skipped_over_context`, and where that holds for every run the
+row's `ours_mean` and `ours_std` are empty.
 """
 from __future__ import annotations
 
@@ -74,22 +77,34 @@ def _last_samples_seen(run: str) -> int | None:
   return next((int(r["samples_seen"]) for r in reversed(records) if "samples_seen" in r), None)
 
 
-def _value(run: str, task: str, digits: int, metric: str, evaluation: str | None) -> float:
+def _value(run: str, task: str, digits: int, metric: str,
+           evaluation: str | None) -> float | None:
+  """The run's number for the cell; None where every question of it was over the context."""
   path = results_file(run, evaluation)
   results = json.loads(path.read_text())
+  per_digit = results.get(task, {}).get("per_digit", {})
+  if (str(digits) not in per_digit and task in results
+      and task in results.get("_meta", {}).get("skipped_over_context", {})):
+    return None
   try:
-    return float(results[task]["per_digit"][str(digits)][metric])
+    return float(per_digit[str(digits)][metric])
   except KeyError:
     raise SpecError(f"{path} has no {task} / {digits} digits / {metric}") from None
 
 
-def ours(runs: list[str], values: list[float]) -> dict:
-  """The columns of a row that describe our runs, from one value per run."""
+def ours(runs: list[str], values: list[float | None]) -> dict:
+  """The columns of a row that describe our runs, from one value per run (all None: the cell
+  was over every run's context)."""
+  if None in values and set(values) != {None}:
+    over = [r for r, v in zip(runs, values) if v is None]
+    raise SpecError(f"the cell was over the context in {', '.join(over)} but not in the "
+                    "other runs; a row compares runs that scored the same questions")
   seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
   samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
+  scored = None not in values
   return {
-      "ours_mean": f"{statistics.fmean(values):.6f}",
-      "ours_std": f"{statistics.stdev(values):.6f}" if len(values) > 1 else "",
+      "ours_mean": f"{statistics.fmean(values):.6f}" if scored else "",
+      "ours_std": f"{statistics.stdev(values):.6f}" if scored and len(values) > 1 else "",
       "seeds": str(len(seeds)), "samples_per_run": ";".join(str(s) for s in samples),
       "runs": ";".join(runs),
   }
@@ -129,7 +144,8 @@ def markdown(rows: list[dict]) -> str:
   lines = ["| table | setting | task | digits | metric | paper | ours (mean ± std) | runs |",
            "|---|---|---|---|---|---|---|---|"]
   for r in rows:
-    ours = _three(r["ours_mean"]) + (f" ± {_three(r['ours_std'])}" if r["ours_std"] else "")
+    ours = (_three(r["ours_mean"]) if r["ours_mean"] else "–") + (
+        f" ± {_three(r['ours_std'])}" if r["ours_std"] else "")
     n = len(r["runs"].split(";"))
     lines.append(f"| `{r['paper_table']}` | {r['setting']} | {r['task']} | {r['digits']} | "
                  f"{r['metric']} | {r['paper'] or '–'} | {ours} | {n} |")

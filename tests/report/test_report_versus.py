@@ -70,6 +70,24 @@ def test_bad_rows_name_the_problem(tmp_path, change, message):
     versus.row(spec)
 
 
+def test_a_cell_over_every_runs_context_has_no_number(tmp_path):
+  for seed in (0, 1):
+    run = _run(tmp_path, f"seed-{seed}", seed, 0.5, 10)
+    results = json.loads((run / "eval" / "latest.json").read_text())
+    results["_meta"] = {"skipped_over_context": {"add_int": 20}}
+    (run / "eval" / "latest.json").write_text(json.dumps(results))
+  row = versus.row({**SPEC, "digits": 9, "runs": [str(tmp_path / "seed-*")]})
+  assert (row["ours_mean"], row["ours_std"], row["seeds"]) == ("", "", "2")
+  assert "| 0.97 | – | 2 |" in versus.markdown([row])
+  assert versus.row({**SPEC, "runs": [str(tmp_path / "seed-*")]})["ours_mean"] == "0.500000"
+  run = _run(tmp_path, "seed-2", 2, 0.5, 10)  # a run that did score the cell
+  results = json.loads((run / "eval" / "latest.json").read_text())
+  results["add_int"]["per_digit"]["9"] = {"digit_match": 0.25, "exact_match": 0.0}
+  (run / "eval" / "latest.json").write_text(json.dumps(results))
+  with pytest.raises(versus.SpecError, match="over the context in .*seed-0"):
+    versus.row({**SPEC, "digits": 9, "runs": [str(tmp_path / "seed-*")]})
+
+
 def test_a_run_named_twice_is_refused(tmp_path):
   _run(tmp_path, "seed-0", 0, 0.5, 10)
   _run(tmp_path, "seed-1", 1, 0.25, 10)

@@ -6,8 +6,9 @@
 # the `digits` tokenizer in a 4,096-position context: the paper's 2,000 Llama-3.1 tokens hold
 # far more digits than 2,048 one-digit positions do (README: the context budget table).
 # Both arms are scored at the table's digit cells only (cells=table).
-# Budget: SAMPLES (default 150,000) a run, one run per GPU; the RF-CoT arm's rate on a GPU is
-# not measured yet (README).
+# Budget: SAMPLES (default 82,176: 321 steps of 256) a run, one run per GPU. The RF-CoT arm
+# trains ~94 samples a second on one H200, so that budget is what one 25-minute job holds with
+# the `direct` arm and both evaluations (README).
 #
 #   docs/results/rfcot/sweep.sh SWEEP_DIR [sweep.py flags]
 #
@@ -15,6 +16,6 @@
 # questions per task and length (default 20); rerunning skips finished runs.
 set -euo pipefail
 exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-150000},per_length=${PER_LENGTH:-20},cells=table" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-82176},per_length=${PER_LENGTH:-20},cells=table" \
   "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
   "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
