@@ -80,4 +80,6 @@ def test_old_workdirs_read_into_every_section():
     data = data_settings.Settings.from_config(c)
     assert data.seed == raw["data"].get("seed", raw["seed"])
     assert data.batch_size == (raw["data"].get("batch_size") or raw["train"]["batch_size"])
-    assert runmode.resolve(c).name == "digits/scratch"
+    text_mode = "rfcot" if raw.get("text", {}).get("tokenizer", {}).get("name") == "rfcot" \
+        else "digits"  # RF-CoT runs name their text mode; every other run is a digit run
+    assert runmode.resolve(c).name == f"{text_mode}/scratch"
