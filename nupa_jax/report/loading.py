@@ -382,19 +382,37 @@ def load(paths: list[str | os.PathLike], log: Callable[[str], None] = print) -> 
 
 
 def _tell_apart(entries: list[Entry]) -> None:
-  """Renames runs that share a name (the same run name from two sweeps) to the shortest
-  trailing parts of their paths that differ: `a/run0` and `b/run0`, or
-  `random_positions/reverse/runs/run0` and `rev_vs_pad/reverse/runs/run0`."""
+  """Prefixes the names that several entries share (the same run name from two sweeps, two
+  REPORT.json files of one model) with the fewest trailing folders above each that make it
+  unique: `a/run0` and `b/run0`, or `random_positions/reverse/runs/run0` beside
+  `rev_vs_pad/reverse/runs/run0` and `rope_perf/runs/run0`. The same input given twice is
+  refused: it would count one run as two."""
+  where: dict[str, str] = {}  # absolute path (a URL as given) -> the input
+  for entry in entries:
+    key = _absolute(entry)
+    if key in where:
+      raise ReportError(f"{entry.path} is given twice (also as {where[key]}); give each run "
+                        "once")
+    where[key] = str(entry.path)
   by_name: dict[str, list[Entry]] = {}
   for entry in entries:
     by_name.setdefault(entry.name, []).append(entry)
-  for same in by_name.values():
+  for name, same in by_name.items():
     if len(same) < 2:
       continue
-    parts = [entry.path.parts for entry in same]
-    for depth in range(2, max(map(len, parts)) + 1):
-      names = ["/".join(p[-depth:]) for p in parts]
-      if len(set(names)) == len(names):
-        break
-    for entry, name in zip(same, names):
-      entry.name = name
+    folders = [tuple(p for p in _absolute(e).split("/")[:-1] if p) for e in same]
+    for entry, own in zip(same, folders):
+      for depth in range(1, len(own) + 1):
+        ending = own[-depth:]
+        if sum(f[-depth:] == ending for f in folders) == 1:
+          break
+      else:  # no folder above tells it apart (a root-level path)
+        raise ReportError(f"{entry.path} and another input share the name {name!r} and no "
+                          "folder above tells them apart; give their folders")
+      entry.name = "/".join(ending + (name,))
+
+
+def _absolute(entry: Entry) -> str:
+  """The entry's path, absolute where it is local (`gs://` URLs as they are)."""
+  text = str(entry.path).rstrip("/")
+  return text if "://" in text else os.path.abspath(text)

@@ -19,9 +19,11 @@ if they differ), `runs` the run folders. `--evaluation` reads another results fi
 (the first match of the pattern inside it, e.g. a greedy re-evaluation) instead of
 `eval/latest.json`. A run without the cell is an error: a row never averages fewer runs than it
 names. The one exception is a cell whose every test question was over the run's context (an
-RF-CoT trace that does not fit, the paper's "–"): the results file then lacks the length and
-counts the task under `_meta.skipped_over_context`, and where that holds for every run the
-row's `ours_mean` and `ours_std` are empty.
+RF-CoT trace that does not fit, the paper's "–"): the results file then lacks the length (or
+the whole task) though the length is inside the run's evaluated range
+(`config.eval.task_digits[task]`, else `config.eval.digits`), and counts the task under
+`_meta.skipped_over_context`; where that holds for every run the row's `ours_mean` and
+`ours_std` are empty.
 """
 from __future__ import annotations
 
@@ -83,13 +85,21 @@ def _value(run: str, task: str, digits: int, metric: str,
   path = results_file(run, evaluation)
   results = json.loads(path.read_text())
   per_digit = results.get(task, {}).get("per_digit", {})
-  if (str(digits) not in per_digit and task in results
+  if (str(digits) not in per_digit and _evaluated(run, task, digits)
       and task in results.get("_meta", {}).get("skipped_over_context", {})):
     return None
   try:
     return float(per_digit[str(digits)][metric])
   except KeyError:
     raise SpecError(f"{path} has no {task} / {digits} digits / {metric}") from None
+
+
+def _evaluated(run: str, task: str, digits: int) -> bool:
+  """Whether the run's config asked for `task` at `digits`: a length outside that range was
+  never tested, and its absence is a typo in the spec, not a trace over the context."""
+  evaluation = json.loads((paths.path(run) / "config.json").read_text()).get("eval", {})
+  lo, hi = (evaluation.get("task_digits") or {}).get(task) or evaluation.get("digits", (0, -1))
+  return lo <= digits <= hi
 
 
 def ours(runs: list[str], values: list[float | None]) -> dict:

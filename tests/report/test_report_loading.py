@@ -145,7 +145,22 @@ def test_runs_in_folders_of_the_same_name_are_told_apart_by_the_folders_above(tm
     make_run(tmp_path / cell / "runs" / "run0")
   paths = [tmp_path / c / "runs" for c in ("x/reverse", "y/reverse", "y/pad")]
   names = [e.name for e in load(paths, quiet)]
-  assert names == ["x/reverse/runs/run0", "y/reverse/runs/run0", "y/pad/runs/run0"]
+  assert names == ["x/reverse/runs/run0", "y/reverse/runs/run0", "pad/runs/run0"]
+
+
+def test_report_files_of_one_model_keep_the_model_in_their_names(tmp_path, monkeypatch):
+  for folder in ("x", "y"):
+    make_report_json(tmp_path / folder / "REPORT.json", "gpt")
+  monkeypatch.chdir(tmp_path / "x")  # one input a bare file name: no folder in its path
+  names = [e.name for e in load(["REPORT.json", tmp_path / "y" / "REPORT.json"], quiet)]
+  assert names == ["x/gpt", "y/gpt"]
+
+
+def test_a_run_given_twice_is_refused(tmp_path, monkeypatch):
+  make_run(tmp_path / "a" / "run0")
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(ReportError, match="given twice"):
+    load([pathlib.Path("a/run0"), tmp_path / "a" / "run0"], quiet)
 
 
 def _error(paths: list[pathlib.Path]) -> str:

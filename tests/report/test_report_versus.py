@@ -76,11 +76,20 @@ def test_a_cell_over_every_runs_context_has_no_number(tmp_path):
     results = json.loads((run / "eval" / "latest.json").read_text())
     results["_meta"] = {"skipped_over_context": {"add_int": 20}}
     (run / "eval" / "latest.json").write_text(json.dumps(results))
+  with pytest.raises(versus.SpecError, match="has no add_int / 9 digits"):  # not evaluated
+    versus.row({**SPEC, "digits": 9, "runs": [str(tmp_path / "seed-*")]})
+  for seed in (0, 1):
+    config = tmp_path / f"seed-{seed}" / "config.json"
+    config.write_text(json.dumps({"seed": seed, "eval": {"digits": [1, 100],
+                                                         "task_digits": {"add_int": [8, 10]}}}))
+  with pytest.raises(versus.SpecError, match="has no add_int / 11 digits"):  # outside 8-10
+    versus.row({**SPEC, "digits": 11, "runs": [str(tmp_path / "seed-*")]})
   row = versus.row({**SPEC, "digits": 9, "runs": [str(tmp_path / "seed-*")]})
   assert (row["ours_mean"], row["ours_std"], row["seeds"]) == ("", "", "2")
   assert "| 0.97 | – | 2 |" in versus.markdown([row])
   assert versus.row({**SPEC, "runs": [str(tmp_path / "seed-*")]})["ours_mean"] == "0.500000"
   run = _run(tmp_path, "seed-2", 2, 0.5, 10)  # a run that did score the cell
+  (run / "config.json").write_text((tmp_path / "seed-0" / "config.json").read_text())
   results = json.loads((run / "eval" / "latest.json").read_text())
   results["add_int"]["per_digit"]["9"] = {"digit_match": 0.25, "exact_match": 0.0}
   (run / "eval" / "latest.json").write_text(json.dumps(results))

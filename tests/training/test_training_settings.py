@@ -80,6 +80,5 @@ def test_old_workdirs_read_into_every_section():
     data = data_settings.Settings.from_config(c)
     assert data.seed == raw["data"].get("seed", raw["seed"])
     assert data.batch_size == (raw["data"].get("batch_size") or raw["train"]["batch_size"])
-    text_mode = "rfcot" if raw.get("text", {}).get("tokenizer", {}).get("name") == "rfcot" \
-        else "digits"  # RF-CoT runs name their text mode; every other run is a digit run
-    assert runmode.resolve(c).name == f"{text_mode}/scratch"
+    rfcot_run = "/rfcot/runs/answer-rfcot_" in path  # the one RF-CoT arm among the results
+    assert runmode.resolve(c).name == ("rfcot" if rfcot_run else "digits") + "/scratch"
