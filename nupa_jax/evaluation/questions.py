@@ -31,6 +31,7 @@ from nupa_jax import tasks as tasks_lib
 from nupa_jax.benchmark import files as test_files
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import generate as generate_lib
+from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.text import SampleEncoder
 
 MARGIN = 8  # generated tokens allowed beyond the batch's longest true answer (+ EOS)
@@ -65,12 +66,6 @@ def eval_tasks(config) -> list[str]:
   return testset.resolve_tasks(list(config.data.tasks))
 
 
-def eval_lengths(task: str, digits: Sequence[int]) -> list[int]:
-  """The task's frozen test lengths inside the inclusive range `digits`."""
-  lo, hi = digits
-  return [d for d in tasks_lib.get(task).test_digits if lo <= d <= hi]
-
-
 def beyond_lengths(task: str, beyond: Sequence[int]) -> list[int]:
   """The lengths of `beyond` past the task's tier, sorted; ValueError for a task that has no
   questions there (`testset.max_length`)."""
@@ -92,8 +87,7 @@ def load_questions(task_names: Sequence[str], digits: Sequence[int], per_length:
   """{task: questions} ordered by length: the test lengths in `digits` (or the task's range in
   `task_digits`) from `test_dir` if given, else regenerated; then the `beyond` lengths past
   each task's tier, regenerated."""
-  task_digits = task_digits or {}
-  wanted = {t: set(eval_lengths(t, task_digits.get(t, digits))) for t in task_names}
+  wanted = {t: set(eval_settings.task_lengths(t, digits, task_digits)) for t in task_names}
   longer = {t: beyond_lengths(t, beyond) for t in task_names}
   out = {t: [] for t in task_names}
   if test_dir:

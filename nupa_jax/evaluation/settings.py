@@ -6,6 +6,7 @@ set that training excludes and evaluation scores.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 
 from nupa_jax import metrics
 from nupa_jax import settings
@@ -65,3 +66,11 @@ def _task_ranges(task_digits) -> dict[str, tuple[int, int]]:
                        f"with 1 <= lo <= hi, got {digits!r}")
     out[task] = pair
   return out
+
+
+def task_lengths(task: str, digits: Sequence[int],
+                 task_digits: Mapping[str, Sequence[int]] | None = None) -> list[int]:
+  """The task's frozen test lengths an evaluation scores: those inside the task's own range of
+  `task_digits` where it has one, else inside `digits` (inclusive ranges)."""
+  lo, hi = (task_digits or {}).get(task, digits)
+  return [d for d in tasks_lib.get(task).test_digits if lo <= d <= hi]

@@ -38,6 +38,7 @@ import sys
 
 from nupa_jax import cli
 from nupa_jax import paths
+from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.report import loading
 
 COLUMNS = ("paper_table", "setting", "task", "digits", "metric", "paper", "ours_mean",
@@ -95,11 +96,12 @@ def _value(run: str, task: str, digits: int, metric: str,
 
 
 def _evaluated(run: str, task: str, digits: int) -> bool:
-  """Whether the run's config asked for `task` at `digits`: a length outside that range was
-  never tested, and its absence is a typo in the spec, not a trace over the context."""
+  """Whether the run's evaluation scores `task` at `digits` (the evaluator's own rule): a
+  length it never tested is missing because of a typo in the spec, not a trace over the
+  context."""
   evaluation = json.loads((paths.path(run) / "config.json").read_text()).get("eval", {})
-  lo, hi = (evaluation.get("task_digits") or {}).get(task) or evaluation.get("digits", (0, -1))
-  return lo <= digits <= hi
+  return digits in eval_settings.task_lengths(
+      task, evaluation.get("digits", eval_settings.Eval.digits), evaluation.get("task_digits"))
 
 
 def ours(runs: list[str], values: list[float | None]) -> dict:

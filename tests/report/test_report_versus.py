@@ -76,6 +76,7 @@ def test_a_cell_over_every_runs_context_has_no_number(tmp_path):
     results = json.loads((run / "eval" / "latest.json").read_text())
     results["_meta"] = {"skipped_over_context": {"add_int": 20}}
     (run / "eval" / "latest.json").write_text(json.dumps(results))
+    (run / "config.json").write_text(json.dumps({"seed": seed, "eval": {"digits": [1, 8]}}))
   with pytest.raises(versus.SpecError, match="has no add_int / 9 digits"):  # not evaluated
     versus.row({**SPEC, "digits": 9, "runs": [str(tmp_path / "seed-*")]})
   for seed in (0, 1):
