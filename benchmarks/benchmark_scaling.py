@@ -11,7 +11,8 @@ all its GPUs (mesh `data=1, fsdp=-1, tensor=1`), `data` replicates them (data pa
 (`mesh.shard_optimizer_over_data`). The global batch grows with the GPUs (`--batch_per_gpu`
 samples each: weak scaling, the per-GPU work stays the same) or stays `--global_batch` (strong
 scaling: a recipe's batch, such as the paper's 256, spread thinner). Modes:
-  process  one process sees N GPUs (CUDA_VISIBLE_DEVICES=0..N-1);
+  process  one process sees N GPUs (the first N of CUDA_VISIBLE_DEVICES where it is set, so
+           that measurements on other GPUs of the host can run beside it; else 0..N-1);
   per_gpu  N processes of one GPU each, started by launch/local.sh (jax.distributed).
 The run logs every `--log_every` steps to train_metrics.jsonl; the first `--warmup` records
 (compilation) are dropped and, once `--records` more are in, the run is stopped (no final
@@ -72,8 +73,18 @@ def command(mode: str, gpus: int, platform: str, flags: list[str]) -> tuple[list
     env.update(JAX_PLATFORMS="cpu",
                XLA_FLAGS=f"--xla_force_host_platform_device_count={gpus}")
   else:
-    env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(gpus)))
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(first_gpus(gpus, env.get("CUDA_VISIBLE_DEVICES")))
   return [sys.executable, "-m", "nupa_jax.train", *flags], env
+
+
+def first_gpus(n: int, visible: str | None) -> list[str]:
+  """The first `n` GPUs of a CUDA_VISIBLE_DEVICES list (None or empty: GPUs 0..n-1)."""
+  if not visible:
+    return [str(i) for i in range(n)]
+  gpus = [g.strip() for g in visible.split(",") if g.strip()]
+  if len(gpus) < n:
+    raise SystemExit(f"{n} GPUs asked for, but CUDA_VISIBLE_DEVICES={visible} lists {len(gpus)}")
+  return gpus[:n]
 
 
 def _records(path: pathlib.Path) -> list[dict]:
@@ -216,7 +227,8 @@ def main() -> int:
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps(
         {"device": device, "config": args.config, "batch_per_gpu": args.batch_per_gpu,
-         "global_batch": args.global_batch, "results": results}, indent=2) + "\n")
+         "global_batch": args.global_batch, "extra_flags": extra, "results": results},
+        indent=2) + "\n")
   return 1 if any("error" in r for r in results) else 0
 
 

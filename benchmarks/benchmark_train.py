@@ -93,12 +93,15 @@ def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=No
   """(train_step, state) of a config: the real jitted step with the XLA options the trainer
   gives it (`config.train`) updated by `compiler_options` (a dict, e.g.
   {"xla_gpu_dot_merger_threshold_mb": 0}, or {}), compiled ahead for `example_batch` when
-  `compiler_options` is given, and a fresh state unless `state` (of the same structure) is given."""
+  `compiler_options` is given, and a fresh state unless `state` (of the same structure, placed
+  on this config's shardings) is given."""
   tx = optimizer_lib.make(config.train)
   spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx,
                         optimizer_over_data=sharding_lib.optimizer_over_data(config))
   if state is None:
     state = state_lib.initialise(spec, config.model, vocab, seed=0, tx=tx)
+  else:  # another layout's state (the optimizer's split over `data` differs): moved to this one
+    state = jax.device_put(state, spec.shardings)
   options = train_settings.Train.from_config(config).compiler_options(jax.default_backend())
   train_step = step_lib.make_train_step(
       spec.graphdef, spec.shardings, sharding_lib.batch_sharding(mesh),

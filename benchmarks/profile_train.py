@@ -43,15 +43,23 @@ def kind_of(name: str) -> str:
 
 
 def device_events(trace: dict) -> list[dict]:
-  """Complete ('X') events of the GPU processes of a Perfetto / Chrome trace; on a machine
+  """Complete ('X') events of the first GPU's process of a Perfetto / Chrome trace (a step over
+  several GPUs runs the same program on each: one GPU's time is the step's); on a machine
   without one, the XLA operations that the host ran (those with an `hlo_op`)."""
-  gpu_pids = {e["pid"] for e in trace["traceEvents"]
-              if e.get("ph") == "M" and e.get("name") == "process_name"
-              and re.search(r"GPU|/device:", e.get("args", {}).get("name", ""))}
+  gpus = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+          if e.get("ph") == "M" and e.get("name") == "process_name"
+          and re.search(r"GPU|/device:", e.get("args", {}).get("name", ""))}
   timed = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("dur", 0) > 0]
-  if gpu_pids:
-    return [e for e in timed if e.get("pid") in gpu_pids]
+  if gpus:
+    first = min(gpus, key=lambda pid: _device_number(gpus[pid]))
+    return [e for e in timed if e.get("pid") == first]
   return [e for e in timed if "hlo_op" in e.get("args", {})]
+
+
+def _device_number(name: str) -> tuple[int, str]:
+  """Sort key of a GPU process name such as `/device:GPU:1`: its number, then the name."""
+  found = re.search(r"(\d+)\D*$", name)
+  return (int(found.group(1)) if found else 0, name)
 
 
 def hlo_key(event: dict) -> str:
@@ -93,6 +101,11 @@ def summarize(events: list[dict], steps: int, top: int,
       "steps": steps,
       "span_ms_per_step": round(span / steps / 1e3, 3),
       "busy_ms_per_step": round(busy_time(events) / steps / 1e3, 3),
+      # Collective time during which no other kernel ran: what overlapping them would save.
+      "exposed_collective_ms_per_step": round(
+          (busy_time(events) - busy_time([e for e in events
+                                          if kind_of(e["name"]) != "collective"]))
+          / steps / 1e3, 3),
       "kernels_per_step": round(len(events) / steps, 1),
       "ms_per_step_by_kind": {k: round(v / steps / 1e3, 3) for k, v in by_kind.most_common()},
       "top_kernels": [{"name": n[:120], "kind": kind_of(n),
@@ -154,9 +167,11 @@ def main(argv=None) -> int:
                         hlo_index.index(hlo_text))
   summary.update(size=args.size, batch=args.batch, variant=args.variant, overrides=overrides,
                  compiler_options=dict(variant.compiler_options),
-                 wall_ms_per_step=round(wall * 1e3, 3), device=str(jax.devices()[0]))
+                 wall_ms_per_step=round(wall * 1e3, 3), device=str(jax.devices()[0]),
+                 devices=jax.device_count())
   print(f"\nwall {summary['wall_ms_per_step']} ms/step (profiler on), device busy "
-        f"{summary['busy_ms_per_step']} ms, {summary['kernels_per_step']} kernels/step")
+        f"{summary['busy_ms_per_step']} ms, {summary['kernels_per_step']} kernels/step, "
+        f"collectives alone {summary['exposed_collective_ms_per_step']} ms")
   for kind, ms in summary["ms_per_step_by_kind"].items():
     print(f"  {kind:11} {ms:8.3f} ms")
   print(f"\n{'ms/step':>8} {'calls':>6}  kind        kernel\n{'':17}HLO instruction, "

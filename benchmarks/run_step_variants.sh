@@ -9,6 +9,10 @@
 #   SIZE=tiny BATCHES=16,32 STEPS=2 ROUNDS=1 bash benchmarks/run_step_variants.sh OUT_DIR  # CPU
 #
 # VARIANTS=base,fused (comma separated, the first is the baseline) times only those.
+# PROFILE_XLA_FLAGS are added to XLA_FLAGS for the profile only, e.g.
+# --xla_gpu_enable_command_buffer= (kernels outside CUDA graphs, so that each maps back to its
+# HLO instruction). Several visible GPUs (CUDA_VISIBLE_DEVICES=0,1,2,3): the step runs over all
+# of them on the config's mesh; the profile reads the first GPU's kernels.
 # OUT_DIR (default $OUT) receives: gpu.txt, variants.jsonl (one line per variant and batch:
 # step_ms, samples_per_s, mfu, speedup, first_loss, first_grad_norm), variants.log, best.txt,
 # profile.jsonl, profile.log and best_hlo.txt.gz (the fastest variant's compiled program).
@@ -27,7 +31,7 @@ fi
 "$PYTHON" benchmarks/benchmark_step_variants.py --size="${SIZE:-100m}" --batches="$BATCHES" \
   --steps="${STEPS:-20}" --rounds="${ROUNDS:-5}" --json="$OUT/variants.jsonl" \
   ${VARIANTS:+--variants="$VARIANTS"} --best_to="$OUT/best.txt" 2>&1 | tee "$OUT/variants.log"
-"$PYTHON" benchmarks/profile_train.py --size="${SIZE:-100m}" --batch="${BATCHES%%,*}" \
+XLA_FLAGS="${XLA_FLAGS:-} ${PROFILE_XLA_FLAGS:-}" "$PYTHON" benchmarks/profile_train.py --size="${SIZE:-100m}" --batch="${BATCHES%%,*}" \
   --variant="$(cat "$OUT/best.txt")" --json="$OUT/profile.jsonl" \
   --hlo_out="$OUT/best_hlo.txt" 2>&1 | tee "$OUT/profile.log"
 gzip -f "$OUT/best_hlo.txt"

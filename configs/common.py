@@ -205,6 +205,7 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   measured_faster = size == "100m"
   c.model.fused_projections = c.model.split_layers = measured_faster
   c.train.gpu_triton_gemm = not measured_faster
+  c.train.gpu_overlap_collectives = False  # XLA's latency-hiding scheduler (multi-GPU steps)
 
   c.eval = ml_collections.ConfigDict()
   c.eval.every = t["eval_every"]  # 0: only at the end

@@ -29,6 +29,9 @@ class Train:
   grad_clip: float = 1.0  # global-norm clipping; 0 disables
   # XLA's Triton GEMM fusions on GPU; off, every matmul of the train step goes to cuBLAS.
   gpu_triton_gemm: bool = True
+  # XLA's latency-hiding scheduler on GPU: the gradients' all-reduce (or reduce-scatter) of a
+  # multi-GPU step starts while the backward pass of earlier layers still runs.
+  gpu_overlap_collectives: bool = False
   # Each step's rows in this many parts, run one after another with their gradients added
   # (gradient accumulation): the same update, up to float rounding, for a model without random
   # draws, in a fraction of the activation memory. The rows per data-parallel device must
@@ -37,9 +40,14 @@ class Train:
 
   def compiler_options(self, backend: str) -> dict[str, bool]:
     """XLA options of the jitted train step on `backend` (jax.default_backend())."""
-    if backend == "gpu" and not self.gpu_triton_gemm:
-      return {"xla_gpu_enable_triton_gemm": False}
-    return {}
+    if backend != "gpu":
+      return {}
+    options = {}
+    if not self.gpu_triton_gemm:
+      options["xla_gpu_enable_triton_gemm"] = False
+    if self.gpu_overlap_collectives:
+      options["xla_gpu_enable_latency_hiding_scheduler"] = True
+    return options
 
   def __post_init__(self):
     for name in ("steps", "log_every", "microbatches"):

@@ -31,3 +31,15 @@ def test_strong_scaling_keeps_the_global_batch_and_reports_the_speed_up(tmp_path
     assert r["speedup"] == pytest.approx(r["tokens_per_s"] / runs[0]["tokens_per_s"])
     assert r["efficiency"] == pytest.approx(r["speedup"] / r["gpus"])
   assert "zero1  process" in result.stdout
+  assert report["extra_flags"] == MICRO
+
+
+def test_gpu_runs_take_the_first_visible_gpus():
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import benchmark_scaling  # pylint: disable=g-import-not-at-top  (not a package)
+  assert benchmark_scaling.first_gpus(2, None) == ["0", "1"]
+  assert benchmark_scaling.first_gpus(2, "") == ["0", "1"]
+  assert benchmark_scaling.first_gpus(1, "3,2") == ["3"]
+  assert benchmark_scaling.first_gpus(2, "2, 3") == ["2", "3"]
+  with pytest.raises(SystemExit, match="lists 1"):
+    benchmark_scaling.first_gpus(2, "3")

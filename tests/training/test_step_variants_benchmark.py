@@ -61,15 +61,16 @@ def test_index_names_each_instruction_by_its_kernel_name_with_op_scope_and_sourc
 def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   """The base step, a model-override variant and every variant with XLA compiler options (XLA
   rejects an option it does not know at compile time, so each must compile; on CPU the
-  GPU-only ones are then ignored, and the first-step parity checks the model overrides), then
-  the profile of the fastest."""
+  GPU-only ones are then ignored, and the first-step parity checks the model overrides and
+  the optimizer state split over the two devices), then the profile of the fastest."""
   import benchmark_step_variants  # pylint: disable=g-import-not-at-top  (not a package)
   options = [name for name, variant in benchmark_step_variants.VARIANTS.items()
              if variant.compiler_options]
   assert len(options) >= 4
   names = ["base", "fused_split", *options]
   env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", PYTHON=sys.executable,
-             XLA_FLAGS="--xla_backend_optimization_level=0", SIZE="tiny", BATCHES="16",
+             XLA_FLAGS="--xla_backend_optimization_level=0 "
+             "--xla_force_host_platform_device_count=2", SIZE="tiny", BATCHES="32",
              STEPS="2", ROUNDS="1", VARIANTS=",".join(names))
   result = subprocess.run(["bash", str(ROOT / "benchmarks" / "run_step_variants.sh"),
                            str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
@@ -80,6 +81,7 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert all("error" not in r for r in results), [r.get("error") for r in results]
   base, fused = results[:2]
   assert fused["overrides"] == ["model.fused_projections=True", "model.split_layers=True"]
+  assert any("mesh.shard_optimizer_over_data=True" in r["overrides"] for r in results)
   assert base["speedup"] == 1.0 and fused["step_ms"] > 0 and fused["samples_per_s"] > 0
   for r in results[1:]:
     assert abs(r["first_loss"] - base["first_loss"]) < 1e-5 * base["first_loss"], r["variant"]
@@ -89,8 +91,26 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert best == min(results, key=lambda r: r["step_ms"])["variant"]
   profile = json.loads((tmp_path / "profile.jsonl").read_text())
   assert profile["variant"] == best and profile["busy_ms_per_step"] > 0
+  assert profile["devices"] == 2
+  assert 0 <= profile["exposed_collective_ms_per_step"] <= profile["busy_ms_per_step"]
   described = [k for k in profile["top_kernels"] if "op" in k]
   assert len(described) >= len(profile["top_kernels"]) // 2
   assert any(k["source"].startswith("layers.py:") for k in described)
   with gzip.open(tmp_path / "best_hlo.txt.gz", "rt") as f:
     assert f.readline().startswith("HloModule jit_train_step")
+
+
+def test_profile_reads_the_first_gpu_and_the_collective_time_nothing_else_overlaps():
+  import profile_train  # pylint: disable=g-import-not-at-top  (not a package)
+  meta = [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}}
+          for pid, name in ((7, "/device:GPU:1"), (9, "/device:GPU:0"), (3, "/host:CPU"))]
+  kernels = [  # GPU 0: a matmul 0-10 us, an all-reduce 5-20 us (10-20 alone), a fusion 30-35
+      {"ph": "X", "pid": 9, "ts": 0, "dur": 10, "name": "sm90_xmma_gemm"},
+      {"ph": "X", "pid": 9, "ts": 5, "dur": 15, "name": "ncclDevKernel_AllReduce_Sum_f32"},
+      {"ph": "X", "pid": 9, "ts": 30, "dur": 5, "name": "loop_add_fusion"},
+      {"ph": "X", "pid": 7, "ts": 0, "dur": 99, "name": "sm90_xmma_gemm"}]
+  events = profile_train.device_events({"traceEvents": meta + kernels})
+  assert [e["pid"] for e in events] == [9, 9, 9]
+  summary = profile_train.summarize(events, steps=1, top=5)
+  assert summary["busy_ms_per_step"] == 0.025  # 0-20 and 30-35 us
+  assert summary["exposed_collective_ms_per_step"] == 0.01

@@ -104,12 +104,17 @@ def test_weight_decay_skips_multi_axis_biases():
   np.testing.assert_allclose(new["q"]["bias"], 1.0)
 
 
-def test_triton_gemm_setting_reaches_only_gpu_compiles():
+def test_gpu_compiler_settings_reach_only_gpu_compiles():
   from nupa_jax.training.settings import Train
   off = Train(steps=1, batch_size=1, learning_rate=1.0, gpu_triton_gemm=False)
   assert off.compiler_options("gpu") == {"xla_gpu_enable_triton_gemm": False}
   assert off.compiler_options("cpu") == {}
   assert Train(steps=1, batch_size=1, learning_rate=1.0).compiler_options("gpu") == {}
+  overlap = Train(steps=1, batch_size=1, learning_rate=1.0, gpu_triton_gemm=False,
+                  gpu_overlap_collectives=True)
+  assert overlap.compiler_options("gpu") == {"xla_gpu_enable_triton_gemm": False,
+                                             "xla_gpu_enable_latency_hiding_scheduler": True}
+  assert overlap.compiler_options("cpu") == {}
 
 
 @pytest.mark.parametrize("size, faster", [("100m", True), ("tiny", False), ("0.9b", False)])
