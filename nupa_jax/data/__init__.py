@@ -8,6 +8,7 @@
     checkpoint(train.state())    # one int: the next global batch index
     for batch in pipeline.val_iterator(num_batches, mesh_or_sharding): ...
     train.stats()                # samples, test_redraws, overflow_redraws, padding_fraction, ...
+    pipeline.train_iterator(mesh_or_sharding, fields=("inputs", ...))  # only these fields
 
 `make_train_iterator(config, sharding, start_step)` is the one-line form. Without a sharding
 the iterators give this process's rows as numpy arrays (`process_index` / `process_count`

@@ -11,10 +11,12 @@ enough to resume (with any number of processes) exactly where a run stopped.
 """
 from __future__ import annotations
 
+import atexit
 import pickle
 import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 import grain
@@ -27,6 +29,7 @@ from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.data import batches
 from nupa_jax.data import exclusion
+from nupa_jax.data import packing
 from nupa_jax.data import settings as settings_lib
 from nupa_jax.data import source as source_lib
 from nupa_jax.data import stream as stream_lib
@@ -69,6 +72,7 @@ class _Prefetch:
     self._thread = threading.Thread(target=self._run, args=(produce,), daemon=True,
                                     name="device-prefetch")
     self._thread.start()
+    _LIVE.add(self)
 
   def _run(self, produce: Callable[[], Any]) -> None:
     while not self._closed.is_set():
@@ -98,6 +102,36 @@ class _Prefetch:
     self._thread.join(timeout=_JOIN_SECONDS)
 
 
+def _checked_fields(fields: Collection[str] | None) -> frozenset[str] | None:
+  """`fields` as a set, None for all; a name that is not a batch field is refused."""
+  if fields is None:
+    return None
+  unknown = sorted(set(fields) - set(packing.FIELDS))
+  if unknown:
+    raise ValueError(f"unknown batch fields {unknown}; known: {', '.join(packing.FIELDS)}")
+  return frozenset(fields)
+
+
+def _selected(item: tuple[dict, dict], fields: frozenset[str] | None) -> tuple[dict, dict]:
+  """A grain item (arrays, stats) with only `fields` of its arrays (None: all)."""
+  arrays, stats = item
+  if fields is None:
+    return arrays, stats
+  return {name: value for name, value in arrays.items() if name in fields}, stats
+
+
+# Prefetch threads not yet closed: stopped at exit, before the interpreter tears down, so that
+# a script that never closes its iterator does not end with a daemon thread inside a
+# transfer (an abort, not a clean exit).
+_LIVE: weakref.WeakSet[_Prefetch] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_prefetchers() -> None:
+  for prefetch in list(_LIVE):
+    prefetch.close()
+
+
 def _placed(arrays: dict, stats: dict, sharding: jax.sharding.Sharding | None,
             global_shape: tuple[int, int]) -> tuple[dict, dict]:
   """A host batch as global arrays on the devices (one batched transfer in one process)."""
@@ -121,7 +155,9 @@ class BatchIterator(Iterator[dict[str, Any]]):
 
   def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
                sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
-               num_samples: int, device_prefetch: int = 0):
+               num_samples: int, device_prefetch: int = 0,
+               fields: Collection[str] | None = None):
+    self._fields = fields = _checked_fields(fields)
     self._iterator = iter(dataset)
     self._next, self._stop = start, stop
     self._sharding, self._global_shape = sharding, global_shape
@@ -133,7 +169,8 @@ class BatchIterator(Iterator[dict[str, Any]]):
       # closes is still collected (and its thread and workers stopped) when dropped.
       grain_iterator = self._iterator
       self._prefetch = _Prefetch(
-          lambda: _placed(*next(grain_iterator), sharding, global_shape), device_prefetch)
+          lambda: _placed(*_selected(next(grain_iterator), fields), sharding, global_shape),
+          device_prefetch)
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:
@@ -141,7 +178,8 @@ class BatchIterator(Iterator[dict[str, Any]]):
     if self._prefetch is not None:
       arrays, stats = self._prefetch.next()
     else:
-      arrays, stats = _placed(*next(self._iterator), self._sharding, self._global_shape)
+      arrays, stats = _placed(*_selected(next(self._iterator), self._fields), self._sharding,
+                              self._global_shape)
     self._next += 1
     batches.add_stats(self._stats, stats)
     return {**arrays, "num_samples": self._num_samples}
@@ -275,35 +313,41 @@ class Pipeline:
     return dataset
 
   def _iterator(self, split: str, start: int, stop: int, sharding, process_index,
-                process_count, num_workers) -> BatchIterator:
+                process_count, num_workers, fields) -> BatchIterator:
     if isinstance(sharding, jax.sharding.Mesh):
       sharding = sharding_lib.batch_sharding(sharding)
     rows = self.local_rows(sharding, process_index, process_count)
     dataset = self.dataset(split, start, stop, rows, num_workers)
     samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
     return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
-                         self.settings.device_prefetch)
+                         self.settings.device_prefetch, fields)
 
   def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
                      start_step: int = 0, *, process_index: int | None = None,
                      process_count: int | None = None,
-                     num_workers: int | None = None) -> BatchIterator:
+                     num_workers: int | None = None,
+                     fields: Collection[str] | None = None) -> BatchIterator:
     """Endless training batches from global batch `start_step`.
 
     With a sharding (or a mesh: its batch axes), batches are dicts of global jax.Arrays
     [rows, seq_len] and `num_samples` = the batch size. Without, they are this process's
     rows as numpy arrays (`process_index` of `process_count` blocks; default jax's) and
-    `num_samples` counts those rows' samples.
+    `num_samples` counts those rows' samples. `fields`: the array fields given (default all
+    of `packing.FIELDS`); each one placed costs a host-to-device transfer per device and
+    step, which a multi-GPU step of a small model notices, so the trainer asks only for what
+    its model reads (`training.step.fields_read`).
     """
     return self._iterator("train", start_step, _ENDLESS, sharding, process_index,
-                          process_count, num_workers)
+                          process_count, num_workers, fields)
 
   def val_iterator(self, num_batches: int, sharding=None, *, process_index: int | None = None,
                    process_count: int | None = None,
-                   num_workers: int | None = None) -> BatchIterator:
-    """The first `num_batches` batches of the validation stream (the same ones every call)."""
+                   num_workers: int | None = None,
+                   fields: Collection[str] | None = None) -> BatchIterator:
+    """The first `num_batches` batches of the validation stream (the same ones every call);
+    `fields` as for `train_iterator`."""
     return self._iterator("validation", 0, num_batches, sharding, process_index, process_count,
-                          num_workers)
+                          num_workers, fields)
 
   def samples(self, split: str, start: int, count: int) -> list[source_lib.Sample]:
     """Questions of a stream by index, as drawn (before any packing replacement): e.g. the

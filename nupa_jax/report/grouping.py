@@ -40,12 +40,13 @@ MAX_KEYS = 3
 # Config fields that change how fast a run goes, never what it computes: runs differing only in
 # these are the same setting (data is a pure function of (seed, index), whatever the workers;
 # the optimizer state's placement changes the float order of a gradient sum; fused projections,
-# per-layer parameter splits and the GEMM backend change float rounding, no more).
+# per-layer parameter splits and the GEMM backend change float rounding, no more; where the
+# collectives are scheduled, nothing).
 NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "train.log_every",
                           "checkpoint.async_save", "checkpoint.every", "checkpoint.keep",
                           "eval.batch_size", "mesh.shard_optimizer_over_data",
                           "model.fused_projections", "model.split_layers",
-                          "train.gpu_triton_gemm"})
+                          "train.gpu_triton_gemm", "train.gpu_overlap_collectives"})
 
 
 def is_seed(key: str) -> bool:
@@ -132,8 +133,10 @@ def describe(settings: list[dict[str, Any]]) -> list[str]:
 
 
 def _summary(group: Group, use_args: bool) -> str:
-  """A label for the only setting of a report: its named settings, else its run."""
-  keys = list(group.settings) if use_args else [k for k in SHORT_NAMES if k in group.settings]
+  """A label for the only setting of a report: its named settings (those of SHORT_NAMES not
+  held off, as `describe` leaves them out), else its run."""
+  keys = list(group.settings) if use_args else [
+      k for k in SHORT_NAMES if k in group.settings and group.settings[k] not in (False, 0, "")]
   return ", ".join(_show(k, group.settings[k]) for k in keys) or group.entries[0].name
 
 

@@ -253,6 +253,9 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 _ADDED_FIELDS = {
     "eval.learned_digits_rule": DEFAULT_LEARNED_DIGITS_RULE,
     "eval.dlength_rule": DEFAULT_DLENGTH_RULE,
+    "eval.task_digits": {},  # every task evaluated over eval.digits
+    "data.loss_on_padding": False,  # the loss over answer tokens only
+    "train.microbatches": 1,  # the whole batch in one pass
 }
 
 

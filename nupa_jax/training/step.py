@@ -8,7 +8,7 @@ whatever the mesh, which is what the sharding-equivalence test checks.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +18,14 @@ from flax import nnx
 # Batch fields (interfaces.md) the model consumes besides `inputs`.
 MODEL_INPUTS = ("positions", "segment_ids", "digit_index", "significance")
 ARRAY_FIELDS = ("inputs", "targets", "loss_mask") + MODEL_INPUTS
+
+
+def fields_read(feature_names: Collection[str]) -> tuple[str, ...]:
+  """The batch fields a step of a model reads: tokens, targets, loss mask, positions, segment
+  ids, and of the per-token features only those its positional encoding reads
+  (`StateSpec.feature_names`). Only these need to be placed on the devices."""
+  features = set(MODEL_INPUTS) - {"positions", "segment_ids"}
+  return tuple(f for f in ARRAY_FIELDS if f not in features or f in feature_names)
 
 
 def device_batch(batch: dict) -> dict:

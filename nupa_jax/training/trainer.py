@@ -253,11 +253,14 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated)
-  with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding) as it:
+  fields = step_lib.fields_read(run.spec.feature_names)
+  with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding,
+                                 fields=fields) as it:
     validation = [step_lib.device_batch(b) for b in it]
   results = None
   window = _Window()
-  with run.pipeline.train_iterator(run.batch_sharding, start_step=position) as batches:
+  with run.pipeline.train_iterator(run.batch_sharding, start_step=position,
+                                   fields=fields) as batches:
     while step < total:
       batch = window.data_wait.next(batches)
       state, metrics = train_step(state, step_lib.device_batch(batch))

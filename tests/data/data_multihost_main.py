@@ -39,6 +39,8 @@ for batch, expected in itertools.islice(zip(run, reference), 2):
     assert batch[name].sharding == sharding.batch_sharding(mesh), name
     gathered = multihost_utils.process_allgather(batch[name], tiled=True)
     np.testing.assert_array_equal(np.asarray(gathered), value, err_msg=name)
+run.close()
+reference.close()
 rows = pipeline.local_rows(sharding.batch_sharding(mesh))
 print(json.dumps({"process": jax.process_index(), "rows": [rows.start, rows.stop],
                   "state": run.state()}))

@@ -261,3 +261,31 @@ def test_a_prefetching_iterator_nobody_closes_stops_its_thread_when_dropped():
   gc.collect()
   thread.join(timeout=5)
   assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("device_prefetch", [0, 2])
+def test_an_iterator_asked_for_some_fields_gives_those_and_the_same_values(device_prefetch):
+  from nupa_jax.training import step as step_lib  # pylint: disable=import-outside-toplevel
+  mesh = jax.make_mesh((1,), ("data",))
+  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  pipe = data.Pipeline(data_testing.config(device_prefetch=device_prefetch))
+  fields = step_lib.fields_read(frozenset())
+  assert fields == ("inputs", "targets", "loss_mask", "positions", "segment_ids")
+  with pipe.train_iterator(sharding, start_step=2) as every, \
+       pipe.train_iterator(sharding, start_step=2, fields=fields) as some, \
+       pipe.val_iterator(1, None, fields=["inputs"]) as val:
+    full, part = take(every, 2), take(some, 2)
+    assert set(next(val)) == {"inputs", "num_samples"}
+  for a, b in zip(full, part):
+    assert set(b) == {*fields, "num_samples"} and set(a) - set(b) == {"digit_index",
+                                                                      "significance"}
+    for name in fields:
+      np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
+  with pytest.raises(ValueError, match=r"unknown batch fields \['digits'\]"):
+    pipe.train_iterator(sharding, fields=("inputs", "digits"))
+
+
+def test_a_model_reading_per_token_features_gets_them():
+  from nupa_jax.training import step as step_lib  # pylint: disable=import-outside-toplevel
+  assert step_lib.fields_read(frozenset({"digit_index"}))[-1] == "digit_index"
+  assert set(step_lib.fields_read({"digit_index", "significance"})) == set(step_lib.ARRAY_FIELDS)

@@ -193,7 +193,8 @@ def test_speed_only_fields_do_not_split_seeds_into_settings(tmp_path):
                                   {"data": {"num_workers": 12},
                                    "mesh": {"shard_optimizer_over_data": True},
                                    "model": {"fused_projections": True, "split_layers": True},
-                                   "train": {"gpu_triton_gemm": False}},
+                                   "train": {"gpu_triton_gemm": False,
+                                             "gpu_overlap_collectives": True}},
                                   {"train": {"learning_rate": 1e-3}})):
     config = json.loads((path / "config.json").read_text())
     for section, values in fields.items():
@@ -213,6 +214,26 @@ def test_runs_from_before_the_scoring_rules_existed_read_as_their_defaults(tmp_p
   for path, rule in zip(paths, rules):
     config = json.loads((path / "config.json").read_text())
     config.setdefault("eval", {}).update(rule or {})
+    (path / "config.json").write_text(json.dumps(config))
+  groups = group_entries(load(paths, quiet))
+  assert [[e.path.name for e in g.entries] for g in groups] == [["s0", "s1"], ["s2"]]
+
+
+def test_runs_from_before_later_options_read_as_what_they_did(tmp_path):
+  """Loss over answers only, one pass per batch, every task over eval.digits: what a run
+  saved before data.loss_on_padding, train.microbatches and eval.task_digits did; a run that
+  turns one of them on is another setting."""
+  paths = [make_run(tmp_path / f"s{seed}", seed=seed) for seed in (0, 1, 2)]
+  options = ({}, {"data": {"loss_on_padding": False}, "train": {"microbatches": 1},
+                  "eval": {"task_digits": {}}},
+             {"data": {"loss_on_padding": True}})
+  for path, fields in zip(paths, options):
+    config = json.loads((path / "config.json").read_text())
+    for section in ("data", "train", "eval"):
+      config.get(section, {}).pop({"data": "loss_on_padding", "train": "microbatches",
+                                   "eval": "task_digits"}[section], None)
+    for section, values in fields.items():
+      config.setdefault(section, {}).update(values)
     (path / "config.json").write_text(json.dumps(config))
   groups = group_entries(load(paths, quiet))
   assert [[e.path.name for e in g.entries] for g in groups] == [["s0", "s1"], ["s2"]]
