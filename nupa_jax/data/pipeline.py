@@ -157,20 +157,19 @@ class BatchIterator(Iterator[dict[str, Any]]):
                sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
                num_samples: int, device_prefetch: int = 0,
                fields: Collection[str] | None = None):
-    self._fields = fields = _checked_fields(fields)
-    self._iterator = iter(dataset)
+    fields = _checked_fields(fields)
+    self._iterator = grain_iterator = iter(dataset)
     self._next, self._stop = start, stop
-    self._sharding, self._global_shape = sharding, global_shape
     self._num_samples = num_samples
     self._stats: dict[str, int] = {}
+    # The next batch's fields, placed: the closure holds the grain iterator, not this object,
+    # so that an iterator nobody closes is still collected (and its prefetch thread and
+    # workers stopped) when dropped.
+    self._produce = lambda: _placed(*_selected(next(grain_iterator), fields), sharding,
+                                    global_shape)
     self._prefetch = None
     if sharding is not None and device_prefetch > 0:
-      # The thread holds the grain iterator, not this object, so that an iterator nobody
-      # closes is still collected (and its thread and workers stopped) when dropped.
-      grain_iterator = self._iterator
-      self._prefetch = _Prefetch(
-          lambda: _placed(*_selected(next(grain_iterator), fields), sharding, global_shape),
-          device_prefetch)
+      self._prefetch = _Prefetch(self._produce, device_prefetch)
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:
@@ -178,8 +177,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
     if self._prefetch is not None:
       arrays, stats = self._prefetch.next()
     else:
-      arrays, stats = _placed(*_selected(next(self._iterator), self._fields), self._sharding,
-                              self._global_shape)
+      arrays, stats = self._produce()
     self._next += 1
     batches.add_stats(self._stats, stats)
     return {**arrays, "num_samples": self._num_samples}

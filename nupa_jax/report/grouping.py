@@ -49,6 +49,12 @@ NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "train.log
                           "train.gpu_triton_gemm", "train.gpu_overlap_collectives"})
 
 
+def is_off(value: Any) -> bool:
+  """Whether a setting's value holds its option off (False, 0, ''): how options added after
+  some runs were made stand in those made since, left out of labels."""
+  return value in (False, 0, "")
+
+
 def is_seed(key: str) -> bool:
   return key.rsplit(".", 1)[-1] == "seed"
 
@@ -120,7 +126,7 @@ def describe(settings: list[dict[str, Any]]) -> list[str]:
                       for k in shown) for s in settings]
 
   def off_where_present(key: str) -> bool:
-    return all(s[key] in (False, 0, "") for s in settings if key in s)
+    return all(is_off(s[key]) for s in settings if key in s)
 
   shown = [k for k in differ if not off_where_present(k)]
   for key in differ:
@@ -136,7 +142,7 @@ def _summary(group: Group, use_args: bool) -> str:
   """A label for the only setting of a report: its named settings (those of SHORT_NAMES not
   held off, as `describe` leaves them out), else its run."""
   keys = list(group.settings) if use_args else [
-      k for k in SHORT_NAMES if k in group.settings and group.settings[k] not in (False, 0, "")]
+      k for k in SHORT_NAMES if k in group.settings and not is_off(group.settings[k])]
   return ", ".join(_show(k, group.settings[k]) for k in keys) or group.entries[0].name
 
 
