@@ -36,6 +36,8 @@ import benchmark_train  # noqa: E402  (touches no device until it times)
 from nupa_jax import cli  # noqa: E402
 from nupa_jax.training import writers  # noqa: E402
 
+_STOP_GRACE_S = 60  # after --timeout's SIGTERM: time for the trainer's stop checkpoint
+
 
 def config_spec(args) -> str:
   """The timed config: `--config`, else the pe family at `--size`, `--pe`, `--task`; its file
@@ -72,17 +74,45 @@ def steady_throughput(records: list[dict]) -> dict:
           "intervals": len(later)}
 
 
+def _tail(path: pathlib.Path, chars: int = 4000) -> str:
+  return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def _last_step(workdir: pathlib.Path) -> str:
+  """How far a run got, from its train_metrics.jsonl: its last logged step, or 'none'."""
+  path = workdir / writers.METRICS_FILE
+  lines = path.read_text().splitlines() if path.exists() else []
+  return f"step {json.loads(lines[-1]).get('step')}" if lines else "no step logged"
+
+
 def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
   """Runs the training command on config `spec`; its steady throughput from its
-  train_metrics.jsonl."""
+  train_metrics.jsonl. The command's output goes to `<workdir>.log` as it runs (kept with
+  `--workdir`), so that a command stopped by `--timeout` (SIGTERM, then SIGKILL after
+  `_STOP_GRACE_S`) or killed from outside leaves its trace; a failure or a timeout is
+  reported with how far the run got and the end of that log."""
   argv = command(spec, args.steps, args.log_every, workdir, args.override)
   print("$ " + " ".join(argv[1:]), file=sys.stderr, flush=True)
+  log = workdir.with_name(workdir.name + ".log")
+  log.parent.mkdir(parents=True, exist_ok=True)
   start = time.perf_counter()
-  result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+  with open(log, "w") as out:
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+      returncode = process.wait(timeout=args.timeout or None)
+    except subprocess.TimeoutExpired:
+      process.terminate()
+      try:
+        process.wait(timeout=_STOP_GRACE_S)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+      raise SystemExit(f"the training command did not finish in --timeout={args.timeout:g} s "
+                       f"({_last_step(workdir)}); its output ends:\n{_tail(log)}") from None
   wall_s = time.perf_counter() - start
-  if result.returncode:
-    raise SystemExit(f"the training command failed ({result.returncode}):\n"
-                     f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+  if returncode:
+    raise SystemExit(f"the training command failed with status {returncode} "
+                     f"({_last_step(workdir)}); its output ends:\n{_tail(log)}")
   lines = (workdir / writers.METRICS_FILE).read_text().splitlines()
   return {"impl": "train_command", "steps": args.steps, "log_every": args.log_every,
           "wall_s": round(wall_s, 1), **steady_throughput([json.loads(x) for x in lines])}
@@ -101,11 +131,14 @@ def main(argv=None) -> int:
                       help="its log interval (the first interval is left out)")
   parser.add_argument("--step_steps", type=int, default=30,
                       help="timed steps per repeat of the step-only benchmark")
-  parser.add_argument("--workdir", default="", help="the command's run directory "
-                      "(default: a temporary one, deleted afterwards)")
+  parser.add_argument("--workdir", default="", help="the command's run directory, its output "
+                      "in WORKDIR.log (default: a temporary one, deleted afterwards)")
   parser.add_argument("--json", default="", help="append one JSON line per result here")
   parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                       help="config override for both, repeatable: --override data.num_workers=8")
+  parser.add_argument("--timeout", type=float, default=0,
+                      help="seconds the command may run before it is stopped and the script "
+                      "fails with how far it got and the end of its output (0: no limit)")
   args = parser.parse_args(argv)
 
   if args.workdir and pathlib.Path(args.workdir).exists():

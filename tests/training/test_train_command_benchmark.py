@@ -75,3 +75,36 @@ def test_refuses_an_existing_workdir(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu"),
                           capture_output=True, text=True, timeout=120)
   assert result.returncode != 0 and "would resume the run in it" in result.stderr
+
+
+def _stand_in(module, monkeypatch, code: str):
+  """The module with its training command replaced by a Python one-liner."""
+  monkeypatch.setattr(module, "command", lambda *_: [sys.executable, "-c", code])
+  return argparse.Namespace(steps=10, log_every=5, override=[], timeout=0)
+
+
+def test_a_command_past_its_timeout_is_stopped_and_reported_with_its_output(tmp_path,
+                                                                           monkeypatch):
+  module = _module()
+  args = _stand_in(module, monkeypatch,
+                   "import time; print('compiling the step', flush=True); time.sleep(120)")
+  args.timeout = 3
+  workdir = tmp_path / "run"
+  with pytest.raises(SystemExit) as stop:
+    module.time_command(args, "unused", workdir)
+  message = str(stop.value)
+  assert "did not finish in --timeout=3 s (no step logged)" in message
+  assert "compiling the step" in message  # the output so far, read back from the log
+  assert (tmp_path / "run.log").read_text() == "compiling the step\n"
+
+
+def test_a_failed_command_is_reported_with_how_far_it_got(tmp_path, monkeypatch):
+  module = _module()
+  workdir = tmp_path / "run"
+  workdir.mkdir()
+  (workdir / "train_metrics.jsonl").write_text('{"step": 5}\n')
+  args = _stand_in(module, monkeypatch, "import sys; print('out of memory'); sys.exit(3)")
+  with pytest.raises(SystemExit) as stop:
+    module.time_command(args, "unused", workdir)
+  assert "failed with status 3 (step 5)" in str(stop.value)
+  assert "out of memory" in str(stop.value)
