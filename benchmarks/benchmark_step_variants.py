@@ -28,6 +28,7 @@ import sys
 import time
 
 import jax
+import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
@@ -44,6 +45,7 @@ _FUSED, _SPLIT = "model.fused_projections=True", "model.split_layers=True"
 _NO_TRITON_GEMM = (("xla_gpu_enable_triton_gemm", False),)
 _LHS = (("xla_gpu_enable_latency_hiding_scheduler", True),)
 _ZERO1 = "mesh.shard_optimizer_over_data=True"
+_FSDP = "mesh.shape={'data': 1, 'fsdp': -1, 'tensor': 1}"
 _SMALL_SCATTERS = (("xla_gpu_reduce_scatter_combine_threshold_bytes", 8 << 20),
                    ("xla_gpu_all_gather_combine_threshold_bytes", 8 << 20))
 VARIANTS = {
@@ -71,6 +73,13 @@ VARIANTS = {
     "zero1_lhs": Variant((_FUSED, _SPLIT, _ZERO1), _NO_TRITON_GEMM + _LHS),
     "zero1_lhs_small_collectives": Variant((_FUSED, _SPLIT, _ZERO1),
                                            _NO_TRITON_GEMM + _LHS + _SMALL_SCATTERS),
+    # The parameters too split over the GPUs (the `fsdp` mesh axis; the batch then splits over
+    # it as well): ZeRO-1 all-gathers the updated float32 parameters after the update, this
+    # all-gathers each layer's bfloat16 copy before it is used (half the bytes, and each layer's
+    # gather can overlap the layer before), and each GPU updates its part of them; alone, and
+    # with the scheduler that does the overlapping.
+    "fsdp": Variant((_FUSED, _SPLIT, _FSDP), _NO_TRITON_GEMM),
+    "fsdp_lhs": Variant((_FUSED, _SPLIT, _FSDP), _NO_TRITON_GEMM + _LHS),
 }
 
 
@@ -92,10 +101,12 @@ def overrides(name: str, extra: list[str]) -> list[str]:
 
 
 class _Run:
-  """One variant's compiled step and state, started with a first step from the shared state."""
+  """One variant's compiled step and state, started with a first step from the shared state,
+  and the batches placed on its mesh."""
 
   def __init__(self, config, variant: Variant, vocab: int, mesh, batches, initial):
     t0 = time.perf_counter()
+    self.batches = batches
     self.step, self.state = benchmark_train.build_step(
         config, vocab, mesh, batches[0], dict(variant.compiler_options),
         state=None if initial is None else jax.tree.map(lambda a: a.copy(), initial))
@@ -119,15 +130,21 @@ def time_variants(args, batch: int, names: list[str]) -> list[dict]:
   configs = {n: benchmark_train.make_config(args.size, args.pe, args.task, batch,
                                             args.samples_per_row, overrides(n, args.override))
              for n in names}
-  mesh = sharding_lib.make_mesh(configs[names[0]].mesh.shape)
-  pipeline, batches, tokens = benchmark_train.device_batches(configs[names[0]], 8, mesh)
+  pipeline, host = benchmark_train.host_batches(configs[names[0]], 8)
+  tokens = [int(np.sum(b["segment_ids"] > 0)) for b in host]
+  meshes = {}  # mesh shape -> (mesh, the batches placed on it): variants may change the mesh
   steps = max(3, round(args.steps * args.first_batch / batch))  # as many samples per round
   runs, errors, initial = {}, {}, None
   for name in names:
+    shape = configs[name].mesh.shape
+    key = tuple(sorted(dict(shape).items()))
+    if key not in meshes:
+      mesh = sharding_lib.make_mesh(shape)
+      meshes[key] = mesh, benchmark_train.placed(host, mesh)
     try:
       # The knobs leave the parameters alone: every variant starts from one state (placed as
-    # its own optimizer layout wants it).
-      run = _Run(configs[name], resolve(name), pipeline.encoder.vocab_size, mesh, batches,
+      # its own layout wants it).
+      run = _Run(configs[name], resolve(name), pipeline.encoder.vocab_size, *meshes[key],
                  initial)
     except Exception as e:  # noqa: BLE001  (an XLA option or kernel this card rejects)
       errors[name] = f"{type(e).__name__}: {e}"[:800]
@@ -140,7 +157,7 @@ def time_variants(args, batch: int, names: list[str]) -> list[dict]:
   for _ in range(args.rounds):
     for run in runs.values():
       t0 = time.perf_counter()
-      run.run(itertools.islice(itertools.cycle(batches), steps))
+      run.run(itertools.islice(itertools.cycle(run.batches), steps))
       run.times.append((time.perf_counter() - t0) / steps)
   results = []
   for name in names:

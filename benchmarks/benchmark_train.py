@@ -79,13 +79,17 @@ def host_batches(config, count: int):
   return pipeline, batches
 
 
+def placed(batches: list[dict], mesh) -> list[dict]:
+  """Host batches' array fields on the devices, split over `mesh`'s batch axes."""
+  batch_sh = sharding_lib.batch_sharding(mesh)
+  return [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
+
+
 def device_batches(config, n_batches: int, mesh):
   """(pipeline, `n_batches` real packed batches already on the devices, the non-padding tokens
   of each)."""
   pipeline, batches = host_batches(config, n_batches)
-  batch_sh = sharding_lib.batch_sharding(mesh)
-  device = [jax.device_put(step_lib.device_batch(b), batch_sh) for b in batches]
-  return pipeline, device, [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+  return pipeline, placed(batches, mesh), [int(np.sum(b["segment_ids"] > 0)) for b in batches]
 
 
 def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=None,

@@ -61,8 +61,9 @@ def test_index_names_each_instruction_by_its_kernel_name_with_op_scope_and_sourc
 def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   """The base step, a model-override variant and every variant with XLA compiler options (XLA
   rejects an option it does not know at compile time, so each must compile; on CPU the
-  GPU-only ones are then ignored, and the first-step parity checks the model overrides and
-  the optimizer state split over the two devices), then the profile of the fastest."""
+  GPU-only ones are then ignored, and the first-step parity checks the model overrides, the
+  optimizer state split over the two devices and the parameters split over them), then the
+  profile of the fastest."""
   import benchmark_step_variants  # pylint: disable=g-import-not-at-top  (not a package)
   options = [name for name, variant in benchmark_step_variants.VARIANTS.items()
              if variant.compiler_options]
@@ -82,6 +83,9 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   base, fused = results[:2]
   assert fused["overrides"] == ["model.fused_projections=True", "model.split_layers=True"]
   assert any("mesh.shard_optimizer_over_data=True" in r["overrides"] for r in results)
+  # A variant on another mesh (parameters split over `fsdp`) gets its own placed batches.
+  assert any("mesh.shape={'data': 1, 'fsdp': -1, 'tensor': 1}" in r["overrides"]
+             for r in results)
   assert base["speedup"] == 1.0 and fused["step_ms"] > 0 and fused["samples_per_s"] > 0
   for r in results[1:]:
     assert abs(r["first_loss"] - base["first_loss"]) < 1e-5 * base["first_loss"], r["variant"]
