@@ -55,6 +55,9 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   device_prefetch batches a background thread takes from grain and places on the devices
                   ahead of the training step (default 2); 0 = the training loop places each
                   batch itself, between steps.
+  stacked_transfer  place a batch's fields as one array [rows, fields, seq_len], which the
+                  train step takes apart: one host-to-device transfer per device and batch
+                  instead of one per field (default False).
   exclude_test    never emit a frozen test question (default True) ...
   test_seed       ... of the test set built with this seed ...
   test_per_length ... and this many questions per task and length (the benchmark's 1000).

@@ -139,7 +139,8 @@ def _placed(arrays: dict, stats: dict, sharding: jax.sharding.Sharding | None,
     return arrays, stats
   if jax.process_count() == 1:
     return jax.device_put(arrays, sharding), stats
-  return {name: jax.make_array_from_process_local_data(sharding, value, global_shape)
+  return {name: jax.make_array_from_process_local_data(
+              sharding, value, (global_shape[0], *value.shape[1:-1], global_shape[1]))
           for name, value in arrays.items()}, stats
 
 
@@ -156,7 +157,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
   def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
                sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
                num_samples: int, device_prefetch: int = 0,
-               fields: Collection[str] | None = None):
+               fields: Collection[str] | None = None, stacked: bool = False):
     fields = _checked_fields(fields)
     self._iterator = grain_iterator = iter(dataset)
     self._next, self._stop = start, stop
@@ -165,8 +166,12 @@ class BatchIterator(Iterator[dict[str, Any]]):
     # The next batch's fields, placed: the closure holds the grain iterator, not this object,
     # so that an iterator nobody closes is still collected (and its prefetch thread and
     # workers stopped) when dropped.
-    self._produce = lambda: _placed(*_selected(next(grain_iterator), fields), sharding,
-                                    global_shape)
+    def produce():
+      arrays, stats = _selected(next(grain_iterator), fields)
+      return _placed(packing.stack_fields(arrays) if stacked else arrays, stats, sharding,
+                     global_shape)
+
+    self._produce = produce
     self._prefetch = None
     if sharding is not None and device_prefetch > 0:
       self._prefetch = _Prefetch(self._produce, device_prefetch)
@@ -311,20 +316,21 @@ class Pipeline:
     return dataset
 
   def _iterator(self, split: str, start: int, stop: int, sharding, process_index,
-                process_count, num_workers, fields) -> BatchIterator:
+                process_count, num_workers, fields, stacked) -> BatchIterator:
     if isinstance(sharding, jax.sharding.Mesh):
       sharding = sharding_lib.batch_sharding(sharding)
     rows = self.local_rows(sharding, process_index, process_count)
     dataset = self.dataset(split, start, stop, rows, num_workers)
     samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
     return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
-                         self.settings.device_prefetch, fields)
+                         self.settings.device_prefetch, fields, stacked)
 
   def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
                      start_step: int = 0, *, process_index: int | None = None,
                      process_count: int | None = None,
                      num_workers: int | None = None,
-                     fields: Collection[str] | None = None) -> BatchIterator:
+                     fields: Collection[str] | None = None,
+                     stacked: bool = False) -> BatchIterator:
     """Endless training batches from global batch `start_step`.
 
     With a sharding (or a mesh: its batch axes), batches are dicts of global jax.Arrays
@@ -333,19 +339,23 @@ class Pipeline:
     `num_samples` counts those rows' samples. `fields`: the array fields given (default all
     of `packing.FIELDS`); each one placed costs a host-to-device transfer per device and
     step, which a multi-GPU step of a small model notices, so the trainer asks only for what
-    its model reads (`training.step.fields_read`).
+    its model reads (`training.step.fields_read`). `stacked`: the fields come as one array
+    under `packing.STACKED` ([rows, fields, seq_len], `packing.stack_fields`), one transfer
+    per device instead of one per field (`config.data.stacked_transfer`); the step takes them
+    apart (`packing.unstack_fields`).
     """
     return self._iterator("train", start_step, _ENDLESS, sharding, process_index,
-                          process_count, num_workers, fields)
+                          process_count, num_workers, fields, stacked)
 
   def val_iterator(self, num_batches: int, sharding=None, *, process_index: int | None = None,
                    process_count: int | None = None,
                    num_workers: int | None = None,
-                   fields: Collection[str] | None = None) -> BatchIterator:
+                   fields: Collection[str] | None = None,
+                   stacked: bool = False) -> BatchIterator:
     """The first `num_batches` batches of the validation stream (the same ones every call);
-    `fields` as for `train_iterator`."""
+    `fields` and `stacked` as for `train_iterator`."""
     return self._iterator("validation", 0, num_batches, sharding, process_index, process_count,
-                          num_workers, fields)
+                          num_workers, fields, stacked)
 
   def samples(self, split: str, start: int, count: int) -> list[source_lib.Sample]:
     """Questions of a stream by index, as drawn (before any packing replacement): e.g. the

@@ -38,6 +38,7 @@ _DEFAULTS = dict(
     samples_per_row=16,
     num_workers=workers_lib.AUTO,
     device_prefetch=2,
+    stacked_transfer=False,
     exclude_test=True,
     test_seed=0,
     test_per_length=1000,
@@ -64,6 +65,9 @@ class Settings:
   # Batches a background thread places on the devices ahead of the step (pipeline.py); 0: the
   # training loop places each batch itself.
   device_prefetch: int
+  # A batch's fields placed as one array: one host-to-device transfer per device and batch
+  # instead of one per field (pipeline.train_iterator's `stacked`).
+  stacked_transfer: bool
   exclude_test: bool
   test_seed: int
   test_per_length: int
@@ -115,6 +119,7 @@ class Settings:
         loss_on_padding=bool(data["loss_on_padding"]),
         seq_len=int(data["seq_len"]), num_workers=int(data["num_workers"]),
         device_prefetch=int(data["device_prefetch"]),
+        stacked_transfer=bool(data["stacked_transfer"]),
         exclude_test=bool(data["exclude_test"]), test_seed=int(data["test_seed"]),
         test_per_length=int(data["test_per_length"]))
 

@@ -42,9 +42,9 @@ MAX_KEYS = 3
 # the optimizer state's placement changes the float order of a gradient sum; fused projections,
 # per-layer parameter splits and the GEMM backend change float rounding, no more; where the
 # collectives are scheduled, nothing).
-NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "train.log_every",
-                          "checkpoint.async_save", "checkpoint.every", "checkpoint.keep",
-                          "eval.batch_size", "mesh.shard_optimizer_over_data",
+NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "data.stacked_transfer",
+                          "train.log_every", "checkpoint.async_save", "checkpoint.every",
+                          "checkpoint.keep", "eval.batch_size", "mesh.shard_optimizer_over_data",
                           "model.fused_projections", "model.split_layers",
                           "train.gpu_triton_gemm", "train.gpu_overlap_collectives"})
 

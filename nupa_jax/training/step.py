@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from nupa_jax.data import packing
+
 # Batch fields (interfaces.md) the model consumes besides `inputs`.
 MODEL_INPUTS = ("positions", "segment_ids", "digit_index", "significance")
 ARRAY_FIELDS = ("inputs", "targets", "loss_mask") + MODEL_INPUTS
@@ -29,8 +31,17 @@ def fields_read(feature_names: Collection[str]) -> tuple[str, ...]:
 
 
 def device_batch(batch: dict) -> dict:
-  """The array fields of a data batch (drops host-side counters such as `num_samples`)."""
-  return {k: batch[k] for k in ARRAY_FIELDS if k in batch}
+  """The array fields of a data batch, or their stacked array (drops host-side counters such
+  as `num_samples`)."""
+  return {k: batch[k] for k in (*ARRAY_FIELDS, packing.STACKED) if k in batch}
+
+
+def _taken_apart(batch: dict, stacked_fields: tuple[str, ...] | None) -> dict:
+  """The batch's fields: as given, or out of the one array they were placed as
+  (`config.data.stacked_transfer`), named `stacked_fields` in stacking order."""
+  if stacked_fields is None:
+    return batch
+  return packing.unstack_fields(batch[packing.STACKED], stacked_fields)
 
 
 def loss_sums(model, batch: dict, *, rng: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
@@ -101,7 +112,8 @@ def _loss_and_grads(model, batch: dict, rng, wrt, k: int, grad_shardings=None):
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
                     wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None,
-                    grad_shardings=None, microbatches: int = 1):
+                    grad_shardings=None, microbatches: int = 1,
+                    stacked_fields: tuple[str, ...] | None = None):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -115,9 +127,12 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   gradients are reduced to, the optimizer state's split over `data` (a reduce-scatter instead
   of an all-reduce); None leaves them as the parameters. `microbatches`
   (`Train.microbatches`): the batch's rows taken in that many parts, one after another.
+  `stacked_fields`: the batch is one stacked array of these fields (`packing.stack_fields`,
+  in `packing.stacked_names` order), taken apart inside the step.
   """
 
   def train_step(state, batch):
+    batch = _taken_apart(batch, stacked_fields)
     model, optimizer = nnx.merge(graphdef, state)
     step = optimizer.step[...]
     lr = schedule(step)
@@ -140,12 +155,14 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                  compiler_options=compiler_options or None)
 
 
-def make_eval_step(graphdef, state_shardings, batch_sharding, replicated):
-  """`eval_step(state, batch) -> (loss_sum, answer_token_count)`, deterministic."""
+def make_eval_step(graphdef, state_shardings, batch_sharding, replicated,
+                   stacked_fields: tuple[str, ...] | None = None):
+  """`eval_step(state, batch) -> (loss_sum, answer_token_count)`, deterministic;
+  `stacked_fields` as for `make_train_step`."""
 
   def eval_step(state, batch):
     model, _ = nnx.merge(graphdef, state)
-    return loss_sums(model, batch)
+    return loss_sums(model, _taken_apart(batch, stacked_fields))
 
   return jax.jit(eval_step, in_shardings=(state_shardings, batch_sharding),
                  out_shardings=replicated)

@@ -38,6 +38,7 @@ from nupa_jax import plugins  # pylint: disable=unused-import  (registers every 
 from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.data import batches as batches_lib
+from nupa_jax.data import packing
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
@@ -246,21 +247,24 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
                  f"{dict(data_lib.describe(run.pipeline))}")
   progress.print(_recipe_line(c, run.train))
 
+  fields = step_lib.fields_read(run.spec.feature_names)
+  stacked = run.pipeline.settings.stacked_transfer
+  stacked_fields = packing.stacked_names(fields) if stacked else None
   train_step = step_lib.make_train_step(
       run.spec.graphdef, run.spec.shardings, run.batch_sharding, run.replicated, run.schedule,
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt,
       compiler_options=run.train.compiler_options(jax.default_backend()),
-      grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches)
+      grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches,
+      stacked_fields=stacked_fields)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
-                                      run.batch_sharding, run.replicated)
-  fields = step_lib.fields_read(run.spec.feature_names)
+                                      run.batch_sharding, run.replicated, stacked_fields)
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding,
-                                 fields=fields) as it:
+                                 fields=fields, stacked=stacked) as it:
     validation = [step_lib.device_batch(b) for b in it]
   results = None
   window = _Window()
   with run.pipeline.train_iterator(run.batch_sharding, start_step=position,
-                                   fields=fields) as batches:
+                                   fields=fields, stacked=stacked) as batches:
     while step < total:
       batch = window.data_wait.next(batches)
       state, metrics = train_step(state, step_lib.device_batch(batch))

@@ -4,7 +4,8 @@
 
 builds the data pipeline's global jax.Array batches over a mesh of all processes' devices
 (MESH: e.g. "data=4,fsdp=2"), gathers them to every host and checks them against the numpy
-batches one process builds alone. Prints one JSON line (this process's rows) on success.
+batches one process builds alone, then the same for the fields placed as one stacked array
+(`stacked=True`). Prints one JSON line (this process's rows) on success.
 """
 import itertools
 import json
@@ -24,6 +25,7 @@ from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-
 import data_testing  # pylint: disable=g-import-not-at-top
 from nupa_jax import data  # pylint: disable=g-import-not-at-top
 from nupa_jax import sharding  # pylint: disable=g-import-not-at-top
+from nupa_jax.data import packing  # pylint: disable=g-import-not-at-top
 
 shape = {k: int(v) for k, v in (item.split("=") for item in mesh_arg.split(","))}
 mesh = sharding.make_mesh(shape)
@@ -41,6 +43,14 @@ for batch, expected in itertools.islice(zip(run, reference), 2):
     np.testing.assert_array_equal(np.asarray(gathered), value, err_msg=name)
 run.close()
 reference.close()
+with pipeline.train_iterator(mesh, start_step=int(start), stacked=True) as stacked, \
+     pipeline.train_iterator(start_step=int(start), process_count=1, process_index=0) as plain:
+  for batch, expected in itertools.islice(zip(stacked, plain), 2):
+    value = packing.stack_fields({k: v for k, v in expected.items() if k != "num_samples"})
+    array = batch[packing.STACKED]
+    assert array.shape == value[packing.STACKED].shape, array.shape
+    gathered = multihost_utils.process_allgather(array, tiled=True)
+    np.testing.assert_array_equal(np.asarray(gathered), value[packing.STACKED])
 rows = pipeline.local_rows(sharding.batch_sharding(mesh))
 print(json.dumps({"process": jax.process_index(), "rows": [rows.start, rows.stop],
                   "state": run.state()}))

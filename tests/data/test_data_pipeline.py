@@ -10,6 +10,7 @@ import data_testing
 from nupa_jax import data
 from nupa_jax import tasks
 from nupa_jax.data import batches
+from nupa_jax.data import packing
 
 
 def take(iterator, n):
@@ -289,3 +290,27 @@ def test_a_model_reading_per_token_features_gets_them():
   from nupa_jax.training import step as step_lib  # pylint: disable=import-outside-toplevel
   assert step_lib.fields_read(frozenset({"digit_index"}))[-1] == "digit_index"
   assert set(step_lib.fields_read({"digit_index", "significance"})) == set(step_lib.ARRAY_FIELDS)
+
+
+@pytest.mark.parametrize("device_prefetch", [0, 2])
+def test_a_stacked_iterator_places_one_array_that_unstacks_to_the_fields(device_prefetch):
+  """`stacked=True`: one [rows, fields, seq_len] array a batch, split over the devices by rows
+  as each field is; taken apart it is the fields of the plain iterator, value for value."""
+  mesh = jax.make_mesh((jax.device_count(),), ("data",))
+  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  pipe = data.Pipeline(data_testing.config(device_prefetch=device_prefetch))
+  fields = ("positions", "inputs", "loss_mask", "targets", "segment_ids")
+  names = packing.stacked_names(fields)
+  assert names == ("inputs", "targets", "loss_mask", "segment_ids", "positions")
+  with pipe.train_iterator(sharding, start_step=3, fields=fields) as plain, \
+       pipe.train_iterator(sharding, start_step=3, fields=fields, stacked=True) as stacked:
+    for a, b in zip(take(plain, 2), take(stacked, 2)):
+      assert set(b) == {packing.STACKED, "num_samples"}
+      array = b[packing.STACKED]
+      assert array.shape == (pipe.rows, len(fields), pipe.seq_len)
+      assert array.sharding.is_equivalent_to(sharding, 3)
+      assert len(array.addressable_shards) == jax.device_count()
+      unstacked = packing.unstack_fields(np.asarray(array), names)
+      for name in fields:
+        np.testing.assert_array_equal(unstacked[name], np.asarray(a[name]), err_msg=name)
+      assert b["num_samples"] == a["num_samples"]
