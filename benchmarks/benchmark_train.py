@@ -93,12 +93,13 @@ def device_batches(config, n_batches: int, mesh):
 
 
 def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=None,
-               state=None):
+               state=None, over_leaves: bool = False):
   """(train_step, state) of a config: the real jitted step with the XLA options the trainer
   gives it (`config.train`) updated by `compiler_options` (a dict, e.g.
   {"xla_gpu_dot_merger_threshold_mb": 0}, or {}), compiled ahead for `example_batch` when
   `compiler_options` is given, and a fresh state unless `state` (of the same structure, placed
-  on this config's shardings) is given."""
+  on this config's shardings) is given. `over_leaves`: the step as the trainer calls it, over
+  the state's leaves (`make_train_step`'s `leaves_of`), and the state as that list."""
   tx = optimizer_lib.make(config.train)
   spec = state_lib.spec(config.model, vocab, mesh, config.mesh.rules, seed=0, tx=tx,
                         optimizer_over_data=sharding_lib.optimizer_over_data(config))
@@ -112,7 +113,9 @@ def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=No
       sharding_lib.replicated(mesh), optimizer_lib.schedule(config.train),
       rng_seed=0 if spec.needs_rng else None,
       compiler_options={**options, **dict(compiler_options or {})},
-      grad_shardings=spec.grad_shardings)
+      grad_shardings=spec.grad_shardings, leaves_of=state if over_leaves else None)
+  if over_leaves:
+    state = jax.tree.leaves(state)
   if compiler_options is not None:
     train_step = train_step.lower(state, example_batch).compile()
   return train_step, state

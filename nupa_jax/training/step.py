@@ -109,11 +109,22 @@ def _loss_and_grads(model, batch: dict, rng, wrt, k: int, grad_shardings=None):
                                             params)
 
 
+def _over_leaves(step: Callable, treedef) -> Callable:
+  """`step(state, batch) -> (state, metrics)` as a function of the state's leaves
+  (`treedef`'s): `(leaves, batch) -> (leaves, metrics)`."""
+
+  def leaf_step(leaves, batch):
+    state, metrics = step(jax.tree.unflatten(treedef, leaves), batch)
+    return jax.tree.leaves(state), metrics
+
+  return leaf_step
+
+
 def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
                     wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None,
                     grad_shardings=None, microbatches: int = 1,
-                    stacked_fields: tuple[str, ...] | None = None):
+                    stacked_fields: tuple[str, ...] | None = None, leaves_of=None):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -128,7 +139,11 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   of an all-reduce); None leaves them as the parameters. `microbatches`
   (`Train.microbatches`): the batch's rows taken in that many parts, one after another.
   `stacked_fields`: the batch is one stacked array of these fields (`packing.stack_fields`,
-  in `packing.stacked_names` order), taken apart inside the step.
+  in `packing.stacked_names` order), taken apart inside the step. `leaves_of`: a state of
+  the step's structure; the step then takes and returns the list of its leaves,
+  `step(leaves, batch) -> (leaves, metrics)`, the same program: calling it walks no nnx
+  state tree in Python, host time the training loop spends on every step
+  (`benchmarks/benchmark_dispatch.py`), which a multi-GPU step of a small model notices.
   """
 
   def train_step(state, batch):
@@ -150,6 +165,9 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     }
     return nnx.state((model, optimizer)), metrics
 
+  if leaves_of is not None:
+    train_step = _over_leaves(train_step, jax.tree.structure(leaves_of))
+    state_shardings = jax.tree.leaves(state_shardings)
   return jax.jit(train_step, in_shardings=(state_shardings, batch_sharding),
                  out_shardings=(state_shardings, replicated), donate_argnums=0,
                  compiler_options=compiler_options or None)

@@ -255,7 +255,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt,
       compiler_options=run.train.compiler_options(jax.default_backend()),
       grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches,
-      stacked_fields=stacked_fields)
+      stacked_fields=stacked_fields, leaves_of=state)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated, stacked_fields)
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding,
@@ -263,11 +263,14 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
     validation = [step_lib.device_batch(b) for b in it]
   results = None
   window = _Window()
+  # The loop carries the state as its leaves (the step's `leaves_of`); `state` is rebuilt from
+  # them where a checkpoint, an evaluation or the end needs it.
+  treedef, leaves = jax.tree.structure(state), jax.tree.leaves(state)
   with run.pipeline.train_iterator(run.batch_sharding, start_step=position,
                                    fields=fields, stacked=stacked) as batches:
     while step < total:
       batch = window.data_wait.next(batches)
-      state, metrics = train_step(state, step_lib.device_batch(batch))
+      leaves, metrics = train_step(leaves, step_lib.device_batch(batch))
       step += 1
       samples_seen += int(batch["num_samples"])
       window.samples += int(batch["num_samples"])
@@ -279,6 +282,8 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       if log_now or ckpt_now:
         window.fetch()
       paused = time.perf_counter()  # writing, evaluating, saving: not training time
+      if eval_now or ckpt_now:
+        state = jax.tree.unflatten(treedef, leaves)
       if log_now:
         record, steps_per_s = window.record(step, samples_seen, batches.stats())
         writer.write(record)
@@ -297,6 +302,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       if eval_now:
         results = _evaluate(run, state, val_loss, step, samples_seen, writer, progress)
       window.paused += time.perf_counter() - paused
+  state = jax.tree.unflatten(treedef, leaves)
   ckpt.wait()
   if results is None:  # the run had already finished: evaluate its final state again
     val_loss = _validation_loss(state, eval_step, validation)

@@ -103,3 +103,22 @@ def test_microbatches_must_split_each_devices_rows():
   with pytest.raises(ValueError, match="microbatches=3 does not divide the 8 rows of each of "
                                        "the 2 batch-axis devices"):
     trainer._check_microbatches(3, rows=16, divisor=2)
+
+
+def test_the_step_over_the_states_leaves_computes_what_the_step_over_the_state_does(setup):
+  """`leaves_of`: the same program, taking and returning the state's leaves."""
+  config, mesh, spec, state, batch = setup
+  args = (spec.graphdef, spec.shardings, sharding.batch_sharding(mesh),
+          sharding.replicated(mesh), optimizer.schedule(config.train))
+  over_state = step_lib.make_train_step(*args)
+  over_leaves = step_lib.make_train_step(*args, leaves_of=state)
+  copy = lambda tree: jax.tree.map(lambda x: x.copy(), tree)  # the steps donate their input
+  new_state, metrics = over_state(copy(state), batch)
+  new_leaves, leaf_metrics = over_leaves(copy(jax.tree.leaves(state)), batch)
+  assert isinstance(new_leaves, list) and len(new_leaves) == len(jax.tree.leaves(state))
+  for a, b in zip(jax.tree.leaves(new_state), new_leaves):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert a.sharding == b.sharding
+  assert {k: float(v) for k, v in metrics.items()} == {
+      k: float(v) for k, v in leaf_metrics.items()}
+  assert float(metrics["loss"]) > 0
