@@ -4,11 +4,11 @@ a sampler of every thread's Python stack.
     python benchmarks/host_threads.py --at 40 --for 10 --out threads.json -- \\
         --config=configs/paper.py:table=rope_perf --workdir=/tmp/run --config.train.steps=6000
 
-From `--at` seconds after the start, for `--for` seconds, every 2 ms, the sampler records for
-each thread its innermost frame and its two innermost nupa_jax / grain frames. The sampler runs
-only while it holds the GIL, so no other thread is running Python then: a thread counted at a
-`wait` is idle, one counted inside a call such as `batched_device_put` or the jitted step is in
-that call's C++ (transfers, dispatch). A multi-GPU step of a small model can outrun the host;
+From `--at` seconds after the start, for `--for` seconds (or until the command ends), every
+2 ms, the sampler records for each thread its innermost frame and its two innermost nupa_jax /
+grain frames. The sampler runs only while it holds the GIL, so no other thread is running
+Python then: a thread counted at a `wait` is idle, one counted inside a call such as
+`batched_device_put` or the jitted step is in that call's C++ (transfers, dispatch). A multi-GPU step of a small model can outrun the host;
 these counts say which of the loop, the device placement and grain holds it back.
 """
 from __future__ import annotations
@@ -31,12 +31,13 @@ def _short(filename: str) -> str:
   return filename.split("site-packages/")[-1].split(ROOT + "/")[-1]
 
 
-def sample(delay: float, span: float, out: str) -> None:
-  time.sleep(delay)
+def sample(delay: float, span: float, out: str, done: threading.Event) -> None:
+  """Samples from `delay` s for `span` s, or until `done` (the command ended), then writes."""
+  done.wait(delay)
   names: dict[int, str] = {}
   innermost, own = collections.Counter(), collections.Counter()
   rounds, end = 0, time.time() + span
-  while time.time() < end:
+  while time.time() < end and not done.is_set():
     names.update({t.ident: t.name for t in threading.enumerate()})
     for ident, frame in sys._current_frames().items():  # pylint: disable=protected-access
       if ident == threading.get_ident():
@@ -65,9 +66,16 @@ def main() -> None:
   parser.add_argument("--for", dest="span", type=float, default=10, help="seconds sampled")
   parser.add_argument("--out", required=True, help="JSON file of the counts")
   args, train_args = parser.parse_known_args()
-  threading.Thread(target=sample, args=(args.at, args.span, args.out), daemon=True).start()
+  done = threading.Event()
+  sampler = threading.Thread(target=sample, args=(args.at, args.span, args.out, done),
+                             daemon=True)
+  sampler.start()
   sys.argv = ["nupa_jax.train", *(a for a in train_args if a != "--")]
-  runpy.run_module("nupa_jax.train", run_name="__main__")
+  try:
+    runpy.run_module("nupa_jax.train", run_name="__main__")
+  finally:  # a command shorter than the window: its counts so far are still written
+    done.set()
+    sampler.join()
 
 
 if __name__ == "__main__":  # not in grain's spawned workers

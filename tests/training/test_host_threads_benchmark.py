@@ -17,6 +17,7 @@ def test_the_sampler_finds_the_training_loop(tmp_path):
        "--config.eval.per_length=0", "--config.data.num_workers=0"],
       cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
+  assert out.exists(), result.stderr[-3000:]  # written when the window or the command ends
   counts = json.loads(out.read_text())
   assert counts["rounds"] > 0
   main = [(where, n) for thread, where, n in counts["own"] if thread == "MainThread"]
