@@ -28,7 +28,6 @@ import sys
 import time
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
@@ -131,7 +130,7 @@ def time_variants(args, batch: int, names: list[str]) -> list[dict]:
                                             args.samples_per_row, overrides(n, args.override))
              for n in names}
   pipeline, host = benchmark_train.host_batches(configs[names[0]], 8)
-  tokens = [int(np.sum(b["segment_ids"] > 0)) for b in host]
+  tokens = benchmark_train.non_padding_tokens(host)
   meshes = {}  # mesh shape -> (mesh, the batches placed on it): variants may change the mesh
   steps = max(3, round(args.steps * args.first_batch / batch))  # as many samples per round
   runs, errors, initial = {}, {}, None

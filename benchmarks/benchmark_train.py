@@ -79,6 +79,11 @@ def host_batches(config, count: int):
   return pipeline, batches
 
 
+def non_padding_tokens(batches: list[dict]) -> list[int]:
+  """Each host batch's tokens that are not padding."""
+  return [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+
+
 def placed(batches: list[dict], mesh) -> list[dict]:
   """Host batches' array fields on the devices, split over `mesh`'s batch axes."""
   batch_sh = sharding_lib.batch_sharding(mesh)
@@ -89,7 +94,7 @@ def device_batches(config, n_batches: int, mesh):
   """(pipeline, `n_batches` real packed batches already on the devices, the non-padding tokens
   of each)."""
   pipeline, batches = host_batches(config, n_batches)
-  return pipeline, placed(batches, mesh), [int(np.sum(b["segment_ids"] > 0)) for b in batches]
+  return pipeline, placed(batches, mesh), non_padding_tokens(batches)
 
 
 def build_step(config, vocab: int, mesh, example_batch=None, compiler_options=None,

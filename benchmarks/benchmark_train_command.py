@@ -79,7 +79,8 @@ def _tail(path: pathlib.Path, chars: int = 4000) -> str:
 
 
 def _last_step(workdir: pathlib.Path) -> str:
-  """How far a run got, from its train_metrics.jsonl: its last logged step, or 'none'."""
+  """How far a run got, from its train_metrics.jsonl: its last logged step, or that it
+  logged none."""
   path = workdir / writers.METRICS_FILE
   lines = path.read_text().splitlines() if path.exists() else []
   return f"step {json.loads(lines[-1]).get('step')}" if lines else "no step logged"
