@@ -10,8 +10,9 @@ autocast, fused AdamW, gradient clipping at the configured norm (1.0: the Transf
 trainer's default, which the paper keeps), each batch padded to its longest sample (what the
 paper's code does), on the same tokens.
 
-MFU = 6 x parameters x non-padding tokens per second / the card's dense bf16 peak (989
-TFLOP/s for H100 SXM and H200).
+MFU = 6 x parameters x non-padding tokens per second / the dense bf16 peak of the devices the
+step runs on (989 TFLOP/s a card for H100 SXM and H200; every visible device for nupa_jax,
+one for the reference).
 
   python benchmarks/benchmark_train.py --size=100m --batches=256,1024,4096 --reference
   python benchmarks/benchmark_train.py --size=tiny --batches=64 --steps=5     # CPU smoke run
@@ -136,8 +137,15 @@ def prepare_nupa(config, n_batches: int, compiler_options=None):
   return train_step, state, device, tokens, pipeline
 
 
+def mfu(params: int, tokens_per_s: float, devices: int = 1) -> float:
+  """Model FLOPs utilization: 6 x params x non-padding tokens/s over the bf16 peak of all the
+  devices the step runs on."""
+  return round(6 * params * tokens_per_s / (PEAK_BF16 * devices), 4)
+
+
 def step_result(config, pipeline, tokens: list[int], step_s: float, **extra) -> dict:
-  """The JSON fields of one timed nupa_jax step (`extra` first: compile time, loss, ...)."""
+  """The JSON fields of one timed nupa_jax step (`extra` first: compile time, loss, ...); the
+  step runs on every visible device (the config's mesh spans them)."""
   params = models.count_params(config.model, pipeline.encoder.vocab_size)
   mean_tokens = float(np.mean(tokens))
   batch = config.train.batch_size
@@ -146,7 +154,7 @@ def step_result(config, pipeline, tokens: list[int], step_s: float, **extra) -> 
       params=params, **extra, step_ms=round(step_s * 1e3, 3),
       samples_per_s=round(batch / step_s), tokens_per_s=round(mean_tokens / step_s),
       padding=round(1 - mean_tokens / (pipeline.rows * pipeline.seq_len), 4),
-      mfu=round(6 * params * mean_tokens / step_s / PEAK_BF16, 4))
+      devices=jax.device_count(), mfu=mfu(params, mean_tokens / step_s, jax.device_count()))
 
 
 def time_nupa(config, n_batches: int, steps: int) -> dict:
@@ -232,7 +240,7 @@ def time_reference(config, n_batches: int, steps: int) -> dict:
   return dict(impl="hf_reference", batch=config.train.batch_size, params=params,
               step_ms=round(dt * 1e3, 3), samples_per_s=round(config.train.batch_size / dt),
               tokens_per_s=round(mean_tokens / dt),
-              mfu=round(6 * params * mean_tokens / dt / PEAK_BF16, 4), loss=float(loss))
+              mfu=mfu(params, mean_tokens / dt), loss=float(loss))
 
 
 def add_workload_flags(parser: argparse.ArgumentParser, batches: str = "256,1024") -> None:

@@ -40,13 +40,14 @@ MAX_KEYS = 3
 # Config fields that change how fast a run goes, never what it computes: runs differing only in
 # these are the same setting (data is a pure function of (seed, index), whatever the workers;
 # the optimizer state's placement changes the float order of a gradient sum; fused projections,
-# per-layer parameter splits and the GEMM backend change float rounding, no more; where the
-# collectives are scheduled, nothing).
+# per-layer parameter splits, the GEMM backend and several steps in one program change float
+# rounding, no more; where the collectives are scheduled, nothing).
 NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "data.stacked_transfer",
                           "train.log_every", "checkpoint.async_save", "checkpoint.every",
                           "checkpoint.keep", "eval.batch_size", "mesh.shard_optimizer_over_data",
                           "model.fused_projections", "model.split_layers",
-                          "train.gpu_triton_gemm", "train.gpu_overlap_collectives"})
+                          "train.gpu_triton_gemm", "train.gpu_overlap_collectives",
+                          "train.steps_per_call"})
 
 
 def is_off(value: Any) -> bool:

@@ -37,6 +37,11 @@ class Train:
   # draws, in a fraction of the activation memory. The rows per data-parallel device must
   # divide by it.
   microbatches: int = 1
+  # Training steps run by one call of the jitted step (a scan over that many batches): the
+  # host's per-call cost (buffers to every device, the launch) is paid once for them, for a
+  # loop that falls behind a short multi-GPU step. log_every, checkpoint.every and eval.every
+  # must be multiples of it; a stop request is answered at the end of a call.
+  steps_per_call: int = 1
 
   def compiler_options(self, backend: str) -> dict[str, bool]:
     """XLA options of the jitted train step on `backend` (jax.default_backend())."""
@@ -50,7 +55,7 @@ class Train:
     return options
 
   def __post_init__(self):
-    for name in ("steps", "log_every", "microbatches"):
+    for name in ("steps", "log_every", "microbatches", "steps_per_call"):
       if int(getattr(self, name)) < 1:
         raise ValueError(f"config.train.{name} must be >= 1")
 

@@ -109,6 +109,17 @@ def _loss_and_grads(model, batch: dict, rng, wrt, k: int, grad_shardings=None):
                                             params)
 
 
+def _one_after_another(step: Callable) -> Callable:
+  """`step(state, batch) -> (state, metrics)` over a tuple of batches in one program, the
+  state carried from each to the next: `(state, batches) -> (state, metrics)`, each metric
+  stacked over the batches."""
+
+  def steps(state, batches):
+    return jax.lax.scan(step, state, jax.tree.map(lambda *a: jnp.stack(a), *batches))
+
+  return steps
+
+
 def _over_leaves(step: Callable, treedef) -> Callable:
   """`step(state, batch) -> (state, metrics)` as a function of the state's leaves
   (`treedef`'s): `(leaves, batch) -> (leaves, metrics)`."""
@@ -124,7 +135,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
                     schedule: Callable[[jax.Array], jax.Array], *, rng_seed: int | None = None,
                     wrt: nnx.filterlib.Filter = nnx.Param, compiler_options: dict | None = None,
                     grad_shardings=None, microbatches: int = 1,
-                    stacked_fields: tuple[str, ...] | None = None, leaves_of=None):
+                    stacked_fields: tuple[str, ...] | None = None, leaves_of=None,
+                    steps_per_call: int = 1):
   """`train_step(state, batch) -> (state, metrics)`, the state donated.
 
   `wrt`: the variables differentiated and updated, the optimizer's own `wrt` (LoRA adapters
@@ -144,6 +156,10 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
   `step(leaves, batch) -> (leaves, metrics)`, the same program: calling it walks no nnx
   state tree in Python, host time the training loop spends on every step
   (`benchmarks/benchmark_dispatch.py`), which a multi-GPU step of a small model notices.
+  `steps_per_call` (`Train.steps_per_call`) > 1: the step takes a tuple of 1 to that many
+  batches and runs one step on each, in order, in one program (a scan; one compile per tuple
+  length), returning each metric stacked over them: the host's cost of a call (handing every
+  device its buffers, launching the program) is paid once for those steps.
   """
 
   def train_step(state, batch):
@@ -165,6 +181,8 @@ def make_train_step(graphdef, state_shardings, batch_sharding, replicated,
     }
     return nnx.state((model, optimizer)), metrics
 
+  if steps_per_call > 1:
+    train_step = _one_after_another(train_step)
   if leaves_of is not None:
     train_step = _over_leaves(train_step, jax.tree.structure(leaves_of))
     state_shardings = jax.tree.leaves(state_shardings)

@@ -4,14 +4,15 @@ A scheduler's time limit, a preempted spot VM (`SIGTERM`) or Ctrl-C (`SIGINT`) s
 no training: the run stops at a step boundary, saves a checkpoint there (data position
 included) and exits with the shell's status for the signal (143 / 130), so rerunning the same
 command resumes exactly where it stopped. A signal handler only records the request; the
-training loop asks `reached(step)` after each step and stops when it says so.
+training loop asks `reached(calls)` after each call of its step and stops when it says so.
 
 Several processes must stop at the same step (the checkpoint is one collective save). They
 agree through JAX's preemption service, which `jax.distributed.initialize` starts: its
 notifier catches SIGTERM in any process (the preemption notice of a Cloud TPU VM, SLURM's
 `scancel`, `timeout`), tells the others through the coordination service, and
-`multihost_utils.reached_preemption_sync_point(step)` turns true on every process at the same
-step (one past the furthest any process had reached). It costs no collective per step. SIGINT
+`multihost_utils.reached_preemption_sync_point(count)` turns true on every process at the same
+count of step calls (one past the furthest any process had reached). It costs no collective
+per step. SIGINT
 is handed to the same protocol: its handler records the signal and raises SIGTERM in its own
 process. A single process has nothing to agree on and stops at the next step boundary.
 
@@ -42,7 +43,7 @@ def _preemption_service() -> bool:
 
 
 class StopRequests:
-  """Records SIGTERM / SIGINT while installed (a context manager); `reached(step)` says when
+  """Records SIGTERM / SIGINT while installed (a context manager); `reached(calls)` says when
   to stop. `signal` is the signal this process received (None if it received none)."""
 
   def __init__(self):
@@ -80,11 +81,13 @@ class StopRequests:
     if self._multiprocess:  # SIGINT: raise the preemption notice the processes agree on
       os.kill(os.getpid(), signal.SIGTERM)
 
-  def reached(self, step: int) -> bool:
-    """Whether to stop after `step` (every process gets the same answer for the same step;
-    call it after every step, from the same step on every process)."""
+  def reached(self, calls: int) -> bool:
+    """Whether to stop after `calls`, a count of the training loop's step calls that grows by
+    one a call (every process gets the same answer for the same count; call it after every
+    call, from the same count on every process: JAX's sync point is one count past the
+    furthest any process had reached, so a count that skipped values could miss it)."""
     if self._multiprocess:
-      return bool(self._previous) and multihost_utils.reached_preemption_sync_point(step)
+      return bool(self._previous) and multihost_utils.reached_preemption_sync_point(calls)
     return self.signal is not None
 
   @property

@@ -84,6 +84,7 @@ class _Run:
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
       _check_microbatches(self.train.microbatches, self.pipeline.rows,
                           sharding_lib.batch_divisor(self.mesh))
+      _check_steps_per_call(self.train, self.checkpoint.every, self.eval.every)
       self.schedule = optimizer_lib.schedule(self.train)
       self.tx = optimizer_lib.make(self.train)
       self.spec = self.mode.model.state_spec(config, self.encoder.vocab_size, self.mesh,
@@ -113,7 +114,7 @@ class _Window:
   """Host copies of the step metrics since the last log record, and the time they took."""
 
   def __init__(self):
-    self.pending = []  # (step, device metrics) not yet on the host
+    self.pending = []  # (first step, device metrics) of calls not yet on the host
     self.metrics = []  # host metric dicts of the steps since the last record
     self.samples = 0
     self.start = time.perf_counter()
@@ -124,13 +125,14 @@ class _Window:
   def fetch(self) -> None:
     """Brings pending metrics to the host; raises DivergedError on a non-finite loss or
     gradient (a step with a non-finite gradient has already spoiled the parameters)."""
-    for step, values in zip([s for s, _ in self.pending],
-                            jax.device_get([m for _, m in self.pending])):
-      for key, name in (("loss", "the loss"), ("grad_norm", "the gradient norm")):
-        value = float(values[key])
-        if not math.isfinite(value):
-          raise DivergedError(f"{name} became {value} at step {step}")
-      self.metrics.append(values)
+    for first, values in zip([s for s, _ in self.pending],
+                             jax.device_get([m for _, m in self.pending])):
+      for step, step_values in enumerate(_per_step(values), start=first):
+        for key, name in (("loss", "the loss"), ("grad_norm", "the gradient norm")):
+          value = float(step_values[key])
+          if not math.isfinite(value):
+            raise DivergedError(f"{name} became {value} at step {step}")
+        self.metrics.append(step_values)
     self.pending = []
 
   def record(self, step: int, samples_seen: int,
@@ -154,6 +156,14 @@ class _Window:
     return record, steps_per_s
 
 
+def _per_step(values: dict) -> list[dict]:
+  """The host metrics of one call, a dict per step: a single step's scalars, or the metrics a
+  call of several steps stacked over them (`train.steps_per_call`)."""
+  if np.ndim(values["loss"]) == 0:
+    return [values]
+  return [{k: v[i] for k, v in values.items()} for i in range(len(values["loss"]))]
+
+
 def _data_counts(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
   """The counts of the batches between two `stats()` of a data iterator."""
   delta = batches_lib.with_padding(
@@ -169,6 +179,17 @@ def _check_microbatches(microbatches: int, rows: int, divisor: int) -> None:
     raise ValueError(f"config.train.microbatches={microbatches} does not divide the "
                      f"{rows // divisor} rows of each of the {divisor} batch-axis devices "
                      f"({rows} rows a batch)")
+
+
+def _check_steps_per_call(train: settings_lib.Train, ckpt_every: int, eval_every: int) -> None:
+  """ValueError unless every step the loop must stop at to log, checkpoint or evaluate ends a
+  call of `train.steps_per_call` steps."""
+  k = train.steps_per_call
+  for name, every in (("train.log_every", train.log_every),
+                      ("checkpoint.every", ckpt_every), ("eval.every", eval_every)):
+    if every % k:
+      raise ValueError(f"config.{name}={every} is not a multiple of "
+                       f"config.train.steps_per_call={k}: make it one, or lower steps_per_call")
 
 
 def device_memory() -> dict[str, float]:
@@ -255,7 +276,7 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       rng_seed=c.seed if run.spec.needs_rng else None, wrt=run.wrt,
       compiler_options=run.train.compiler_options(jax.default_backend()),
       grad_shardings=run.spec.grad_shardings, microbatches=run.train.microbatches,
-      stacked_fields=stacked_fields, leaves_of=state)
+      stacked_fields=stacked_fields, leaves_of=state, steps_per_call=run.train.steps_per_call)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated, stacked_fields)
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding,
@@ -266,16 +287,23 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   # The loop carries the state as its leaves (the step's `leaves_of`); `state` is rebuilt from
   # them where a checkpoint, an evaluation or the end needs it.
   treedef, leaves = jax.tree.structure(state), jax.tree.leaves(state)
+  per_call = run.train.steps_per_call
+  calls = 0
   with run.pipeline.train_iterator(run.batch_sharding, start_step=position,
                                    fields=fields, stacked=stacked) as batches:
     while step < total:
-      batch = window.data_wait.next(batches)
-      leaves, metrics = train_step(leaves, step_lib.device_batch(batch))
-      step += 1
-      samples_seen += int(batch["num_samples"])
-      window.samples += int(batch["num_samples"])
-      window.pending.append((step, metrics))
-      stop = stops.reached(step)  # the same answer in every process
+      # Calls end on multiples of steps_per_call (a run resumed at another step realigns).
+      taken = [window.data_wait.next(batches)
+               for _ in range(min(per_call - step % per_call, total - step))]
+      device = [step_lib.device_batch(b) for b in taken]
+      leaves, metrics = train_step(leaves, tuple(device) if per_call > 1 else device[0])
+      window.pending.append((step + 1, metrics))
+      step += len(taken)
+      new_samples = sum(int(b["num_samples"]) for b in taken)
+      samples_seen += new_samples
+      window.samples += new_samples
+      calls += 1
+      stop = stops.reached(calls)  # the same answer in every process
       eval_now = not stop and (step == total or (eval_every > 0 and step % eval_every == 0))
       log_now = step % log_every == 0 or step == total
       ckpt_now = stop or eval_now or step % ckpt_every == 0

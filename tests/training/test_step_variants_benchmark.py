@@ -9,7 +9,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import hlo_index  # noqa: E402  (benchmarks/ is not a package)
+import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
+import hlo_index  # noqa: E402
 
 MODULE = """HloModule jit_train_step, is_scheduled=true
 
@@ -118,3 +119,9 @@ def test_profile_reads_the_first_gpu_and_the_collective_time_nothing_else_overla
   summary = profile_train.summarize(events, steps=1, top=5)
   assert summary["busy_ms_per_step"] == 0.025  # 0-20 and 30-35 us
   assert summary["exposed_collective_ms_per_step"] == 0.01
+
+
+def test_mfu_is_over_the_peak_of_every_device_the_step_runs_on():
+  # 1e8 parameters at 1e5 tokens/s: 6e13 FLOP/s, hand-computed against 989 TFLOP/s a card.
+  assert benchmark_train.mfu(10**8, 1e5) == round(6e13 / 989e12, 4) == 0.0607
+  assert benchmark_train.mfu(10**8, 1e5, devices=4) == round(6e13 / (4 * 989e12), 4) == 0.0152

@@ -62,6 +62,29 @@ def test_sharded_run_matches_single_device(tmp_path):
   assert [r["samples_seen"] for r in one] == [16, 32, 48, 64]
 
 
+def test_several_steps_a_call_repeat_the_one_step_run(tmp_path):
+  """train.steps_per_call=2 on 2 data-parallel devices (a scan over two batches a call; 7
+  steps, so the last call runs one): the one-step-a-call run's log records, losses and
+  validation loss, up to float rounding."""
+  settings = {"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2}
+  cache = tmp_path / "jax_cache"
+  for name, per_call in (("one", 1), ("two", 2)):
+    training_testing.run("nupa_jax.train", training_testing.micro_args(
+        tmp_path / name, **settings, **{"train.steps_per_call": per_call}), devices=2,
+        cache=cache)
+  one, two = step_records(tmp_path / "one"), step_records(tmp_path / "two")
+  assert [r["step"] for r in one] == [r["step"] for r in two] == [2, 4, 6, 7]
+  for a, b in zip(one, two):
+    np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
+                               rtol=2e-5)
+  assert [r["samples_seen"] for r in two] == [32, 64, 96, 112]
+  val_losses = [[json.loads(x)["val_loss"] for x in
+                 (tmp_path / name / "train_metrics.jsonl").read_text().splitlines()
+                 if json.loads(x).get("event") == "eval"] for name in ("one", "two")]
+  np.testing.assert_allclose(val_losses[1], val_losses[0], rtol=2e-5)
+  assert _committed_steps(tmp_path / "two")[-1] == 7
+
+
 def _committed_steps(workdir: pathlib.Path) -> list[int]:
   directory = workdir / "checkpoints"
   return sorted(int(p.name) for p in directory.glob("*") if p.name.isdigit()) if (
@@ -140,6 +163,8 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
     ({"mesh.shape": {"data": 3, "fsdp": 1, "tensor": 1}},
      "config.mesh.shape .* uses 3 devices but 1 are available"),
     ({"data.tasks": {"add_integer": 1.0}}, "add_integer"),
+    ({"train.steps_per_call": 3},
+     "config.train.log_every=1 is not a multiple of config.train.steps_per_call=3"),
 ])
 def test_config_errors_name_the_fix(tmp_path, overrides, message):
   config = training_testing.micro_config()
