@@ -6,7 +6,8 @@ field that does not exist, an unknown name, a workdir that is a file) exits with
 one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 1.
 SIGTERM / SIGINT (or a preemption notice) stop the run at a step every process agrees on,
 with a checkpoint there: one line, exit status 143 / 130, and rerunning the command resumes
-(docs/faults.md).
+(docs/faults.md). Grain workers that die as they start (nupa_jax.data.workers) end the run with
+one line, status 1, below the workers' own errors.
 """
 import sys
 
@@ -16,6 +17,7 @@ from absl import logging
 from ml_collections import config_flags
 
 from nupa_jax import cli
+from nupa_jax import data
 from nupa_jax import distributed
 from nupa_jax.training import stopping
 from nupa_jax.training import trainer
@@ -47,6 +49,9 @@ def main(argv):
   except trainer.DivergedError as e:
     print(f"training diverged: {e}", file=sys.stderr)
     sys.exit(cli.DIVERGED)
+  except data.WorkersDied as e:
+    print(f"data workers died: {e}", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

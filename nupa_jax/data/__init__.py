@@ -51,7 +51,10 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   to a multiple of 8.
   num_workers     grain worker processes (mp_prefetch); 0 = generate in this process; -1
                   (default) = auto: 0 on a CPU-only process, else min(6 per local
-                  accelerator, usable CPUs - 1) (data/workers.py says why).
+                  accelerator, usable CPUs - 1) (data/workers.py says why). Workers that die
+                  as they start, which grain would wait for forever, end the iterator with
+                  `WorkersDied` once a batch is 2 s late (iterators with a prefetch thread:
+                  a sharding and device_prefetch > 0).
   device_prefetch batches a background thread takes from grain and places on the devices
                   ahead of the training step (default 2); 0 = the training loop places each
                   batch itself, between steps.
@@ -87,6 +90,7 @@ Guarantees and costs:
 from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
                                     run_config)
 from nupa_jax.data.settings import defaults
+from nupa_jax.data.workers import WorkersDied
 
-__all__ = ["BatchIterator", "Pipeline", "defaults", "describe", "make_train_iterator",
-           "run_config"]
+__all__ = ["BatchIterator", "Pipeline", "WorkersDied", "defaults", "describe",
+           "make_train_iterator", "run_config"]

@@ -40,6 +40,7 @@ SPLITS = {"train": stream_lib.TRAIN, "validation": stream_lib.VALIDATION}
 _PREFETCH = 4  # batches each producer (this process or a grain worker) keeps ready
 _ENDLESS = 2**62  # batch indices of a training iterator (grain datasets have a length)
 _JOIN_SECONDS = 10  # how long close() waits for a prefetch thread inside grain's next()
+_LATE_SECONDS = 2.0  # a batch this late has its iterator's check called, and again as often
 
 
 def encoder_from_config(config: ml_collections.ConfigDict) -> SampleEncoder:
@@ -62,13 +63,19 @@ class _Prefetch:
   """`produce()` called on a daemon thread, up to `depth` results ahead of `next()`.
 
   The producer's exceptions (StopIteration included) reach the consumer in order; `close()`
-  stops the thread at its next result.
+  stops the thread at its next result. `check()`, if given, is called whenever a result is
+  `_LATE_SECONDS` late: its error ends the iterator as the producer's would, and marks the
+  thread `stuck` (waiting for something that will not come), which `close()` then leaves to
+  end with the process instead of waiting for it.
   """
 
-  def __init__(self, produce: Callable[[], Any], depth: int):
+  def __init__(self, produce: Callable[[], Any], depth: int,
+               check: Callable[[], None] | None = None):
     self._queue: queue.Queue = queue.Queue(maxsize=depth)
     self._closed = threading.Event()
     self._error: BaseException | None = None
+    self._check = check
+    self.stuck = False
     self._thread = threading.Thread(target=self._run, args=(produce,), daemon=True,
                                     name="device-prefetch")
     self._thread.start()
@@ -92,14 +99,30 @@ class _Prefetch:
   def next(self) -> Any:
     if self._error is not None:  # the producer has stopped: StopIteration or its failure
       raise self._error
-    value, self._error = self._queue.get()
+    value, self._error = self._get()
     if self._error is not None:
       raise self._error
     return value
 
+  def _get(self) -> tuple[Any, BaseException | None]:
+    """The producer's next (value, error), or (None, the check's error) once it fails."""
+    if self._check is None:
+      return self._queue.get()
+    while True:
+      try:
+        return self._queue.get(timeout=_LATE_SECONDS)
+      except queue.Empty:
+        pass
+      try:
+        self._check()
+      except Exception as e:  # pylint: disable=broad-except  (handed to the consumer)
+        self.stuck = True
+        return None, e
+
   def close(self) -> None:
     self._closed.set()
-    self._thread.join(timeout=_JOIN_SECONDS)
+    if not self.stuck:
+      self._thread.join(timeout=_JOIN_SECONDS)
 
 
 def _checked_fields(fields: Collection[str] | None) -> frozenset[str] | None:
@@ -151,13 +174,16 @@ class BatchIterator(Iterator[dict[str, Any]]):
   places them on the devices up to `device_prefetch` batches ahead of the training loop: the
   copy out of grain's workers and the host-to-device transfers then overlap the step instead
   of stalling the loop between steps. The batches and their order are the same either way;
-  `state()` counts the batches handed out, not those prefetched.
+  `state()` counts the batches handed out, not those prefetched. That thread also lets a late
+  batch end in an error instead of a hang: `check`, if given, is called whenever the next
+  batch is `_LATE_SECONDS` late, and what it raises, `next()` raises.
   """
 
   def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
                sharding: jax.sharding.Sharding | None, global_shape: tuple[int, int],
                num_samples: int, device_prefetch: int = 0,
-               fields: Collection[str] | None = None, stacked: bool = False):
+               fields: Collection[str] | None = None, stacked: bool = False,
+               check: Callable[[], None] | None = None):
     fields = _checked_fields(fields)
     self._iterator = grain_iterator = iter(dataset)
     self._next, self._stop = start, stop
@@ -174,7 +200,7 @@ class BatchIterator(Iterator[dict[str, Any]]):
     self._produce = produce
     self._prefetch = None
     if sharding is not None and device_prefetch > 0:
-      self._prefetch = _Prefetch(self._produce, device_prefetch)
+      self._prefetch = _Prefetch(self._produce, device_prefetch, check)
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:
@@ -198,9 +224,12 @@ class BatchIterator(Iterator[dict[str, Any]]):
 
   def close(self) -> None:
     """Stops the prefetch thread and grain's worker processes (also done when the iterator is
-    collected)."""
+    collected). After a failed check grain is left alone: its close() would wait for threads
+    blocked on workers that died, and the process's exit ends the workers still alive."""
     if self._prefetch is not None:
       self._prefetch.close()
+      if self._prefetch.stuck:
+        return
     close = getattr(self._iterator, "close", None)
     if close is not None:
       close()
@@ -320,10 +349,12 @@ class Pipeline:
     if isinstance(sharding, jax.sharding.Mesh):
       sharding = sharding_lib.batch_sharding(sharding)
     rows = self.local_rows(sharding, process_index, process_count)
-    dataset = self.dataset(split, start, stop, rows, num_workers)
+    workers = self.num_workers if num_workers is None else num_workers
+    dataset = self.dataset(split, start, stop, rows, workers)
     samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
+    check = workers_lib.check_workers if workers else None  # grain misses a worker dead at start
     return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
-                         self.settings.device_prefetch, fields, stacked)
+                         self.settings.device_prefetch, fields, stacked, check)
 
   def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
                      start_step: int = 0, *, process_index: int | None = None,

@@ -19,16 +19,31 @@ A CPU-only run (tests, a laptop) trains on the same cores the workers would take
 generates in its own process. The rule counts per process: several processes on one host
 (`launch/local.sh -n 4`) each take their share only when pinned to their own CPUs (`srun
 --cpu-bind`, `taskset`); unpinned, set `config.data.num_workers` by hand.
+
+A worker that dies once it runs is grain's to report, and grain does within seconds. One that
+dies as it starts hangs the run instead: a spawned worker imports the main module again
+(`nupa_jax.train`) before it reads its share of the pipeline, which grain's `Process.start()`
+writes to it through a pipe; the pickled pipeline is more than a pipe holds (64 KiB), and the
+parent keeps the pipe's reading end open while it writes (CPython gh-118981; Python 3.11 has
+it), so a worker that dies in that import leaves `start()`, and every batch after it, blocked
+for good. `check_workers` is the way out: the pipeline calls it while a batch is late, and it
+asks the OS for child processes that died unnoticed.
 """
 from __future__ import annotations
 
 import os
+import sys
 
 import jax
+import psutil
 
 AUTO = -1  # config.data.num_workers: resolved by `resolve` when the pipeline is built
 WORKERS_PER_ACCELERATOR = 6
 RESERVED_CPUS = 1  # for the training process itself
+
+
+class WorkersDied(RuntimeError):
+  """Worker processes died unnoticed by grain: their batches would never come."""
 
 
 def auto_count(accelerators: int, cpus: int) -> int:
@@ -58,3 +73,40 @@ def resolve(requested: int) -> int:
   if requested != AUTO:
     return requested
   return auto_count(local_accelerators(), available_cpus())
+
+
+def dead_children() -> list[int]:
+  """The exit statuses (-N: killed by signal N, as multiprocessing writes it) of this
+  process's child processes that have ended and that nothing has waited for yet; left for
+  their parent to collect (`os.WNOWAIT`). Empty where the OS has no `os.waitid`."""
+  if not hasattr(os, "waitid"):
+    return []
+  statuses = []
+  for child in psutil.Process().children():
+    try:
+      ended = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # collected since it was listed
+      continue
+    if ended is not None:
+      statuses.append(ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status)
+  return statuses
+
+
+def check_workers() -> None:
+  """Raises WorkersDied, with their exit statuses and where their own errors are, if child
+  processes of this one died unnoticed (`dead_children`): called while a batch is late."""
+  dead = dead_children()
+  if dead:
+    raise WorkersDied(
+        f"{len(dead)} child process(es) of this process died (exit status "
+        f"{', '.join(map(str, dead))}) while it waited for a batch of its grain workers, "
+        f"which grain would have waited for forever. A worker that fails as it starts (each "
+        f"first imports the main module, {_main_module()}, again) prints its error above: fix "
+        f"that, or set config.data.num_workers=0 to make the batches in this process")
+
+
+def _main_module() -> str:
+  """What a spawned worker imports again first: the main module's name, or its file."""
+  main = sys.modules["__main__"]
+  spec = getattr(main, "__spec__", None)
+  return spec.name if spec is not None else getattr(main, "__file__", "__main__")

@@ -1,18 +1,26 @@
 """config.data.num_workers: the auto rule on fake device and CPU counts, explicit counts
-passed through, and the old run configs that set it by hand."""
+passed through, the old run configs that set it by hand, and workers that die as they start
+(an error within seconds, not a hang)."""
 import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import ml_collections
+import numpy as np
 import pytest
 
 import data_testing
 from nupa_jax import data
 from nupa_jax import settings as nupa_settings
+from nupa_jax import sharding
+from nupa_jax.data import pipeline as pipeline_lib
 from nupa_jax.data import settings
 from nupa_jax.data import workers
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("accelerators, cpus, expected", [
@@ -77,3 +85,52 @@ def test_an_old_run_config_with_explicit_workers_still_loads():
 def test_negative_counts_other_than_auto_are_refused():
   with pytest.raises(ValueError, match=r"num_workers must be >= 0 or -1 \(auto"):
     data.Pipeline(data_testing.config(num_workers=-2))
+
+
+def test_dead_children_reads_exit_statuses_and_leaves_them_to_the_parent():
+  exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+  killed = subprocess.Popen([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+  for child in (exited, killed):  # wait for each to end without collecting it
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+  statuses = workers.dead_children()
+  assert 3 in statuses and -9 in statuses
+  assert (exited.wait(), killed.wait()) == (3, -9)  # still there for their Popen to collect
+  assert 3 not in workers.dead_children()
+
+
+def test_live_workers_pass_the_check_of_a_late_batch(monkeypatch):
+  monkeypatch.setattr(pipeline_lib, "_LATE_SECONDS", 0.05)  # checked often as the worker starts
+  checks = []
+  check = workers.check_workers
+  monkeypatch.setattr(workers, "check_workers", lambda: checks.append(check()))
+  pipeline = data.Pipeline(data_testing.config(num_workers=1))
+  with pipeline.train_iterator(sharding.make_mesh({"data": 1})) as placed, \
+       pipeline.train_iterator(num_workers=0) as serial:
+    for _ in range(2):
+      a, b = next(placed), next(serial)
+      for name in b:
+        np.testing.assert_array_equal(np.asarray(a[name]), b[name], err_msg=name)
+  assert checks  # the worker took longer than 0.05 s to start, and was found alive
+
+
+def test_workers_that_die_as_they_start_end_the_iterator_in_seconds():
+  """workers_died_main.py fails the import of itself that a spawned worker does first. grain
+  alone would wait for the batch forever (its Process.start() stays blocked writing the
+  pickled batcher, more than a pipe holds, to the dead worker: data/workers.py); the
+  iterator's check finds the dead worker and raises WorkersDied instead, and closes."""
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]),
+             JAX_PLATFORMS="cpu")
+  try:
+    run = subprocess.run([sys.executable, str(HERE / "workers_died_main.py"), "1"], cwd=HERE,
+                         env=env, capture_output=True, text=True, timeout=90)
+  except subprocess.TimeoutExpired as e:
+    pytest.fail(f"the first batch of a pipeline whose worker died hung: {e}")
+  assert run.returncode == 0, run.stderr[-3000:]
+  result = json.loads(run.stdout.strip().splitlines()[-1])
+  assert result["batcher_bytes"] > 64 * 1024  # more than a pipe holds
+  assert result["error"].startswith(
+      "WorkersDied: 1 child process(es) of this process died (exit status 1) while it waited "
+      "for a batch of its grain workers"), result["error"]
+  assert f"main module, {HERE / 'workers_died_main.py'}, again" in result["error"]
+  # The worker's own error, which the message points to, is on stderr.
+  assert "ImportError: workers_died_main.py cannot be imported in a worker" in run.stderr
