@@ -153,22 +153,25 @@ def test_a_process_that_raises_fails_the_job_with_its_status(tmp_path):
   assert "local.sh: process 1 exited with status 1; stopping the others" in out
 
 
-@pytest.mark.parametrize("signum, status", [
-    pytest.param(signal.SIGTERM, 143, id="sigterm"),
-    pytest.param(signal.SIGINT, 130, id="sigint", marks=pytest.mark.slow),
+@pytest.mark.parametrize("signum, status, per_call", [
+    pytest.param(signal.SIGTERM, 143, 1, id="sigterm"),
+    pytest.param(signal.SIGINT, 130, 1, id="sigint", marks=pytest.mark.slow),
+    pytest.param(signal.SIGTERM, 143, 2, id="sigterm-2-steps-a-call", marks=pytest.mark.slow),
 ])
 def test_a_signal_stops_both_processes_with_a_checkpoint_and_the_rerun_resumes_exactly(
-    tmp_path, signum, status):
+    tmp_path, signum, status, per_call):
   """SIGTERM (SIGINT) to launch/local.sh mid-run: both processes stop at one step, save it,
   exit with 143 (130) and one line; the rerun continues with the losses of an uninterrupted
-  run."""
+  run. With 2 steps a call (`train.steps_per_call`) the processes agree on a count of calls
+  and stop at the end of one."""
   reason = _skip_reason()
   if reason:
     pytest.skip(reason)
   steps = 40  # long enough to be stopped mid-way
   stop_flags = tuple(f for f in MICRO_4_DEVICES if not f.startswith(
-      ("--config.train.steps=", "--config.checkpoint.every="))) + (
-          f"--config.train.steps={steps}", "--config.checkpoint.every=1000")
+      ("--config.train.steps=", "--config.checkpoint.every=", "--config.train.log_every="))) + (
+          f"--config.train.steps={steps}", "--config.checkpoint.every=1000",
+          f"--config.train.log_every={per_call}", f"--config.train.steps_per_call={per_call}")
   start = lambda workdir: _start(workdir, 2, 4, stop_flags, fast_compile=True)
   reference, stopped = tmp_path / "reference", tmp_path / "stopped"
   uninterrupted, run = start(reference), start(stopped)
@@ -184,6 +187,7 @@ def test_a_signal_stops_both_processes_with_a_checkpoint_and_the_rerun_resumes_e
   stop = [r for r in _records(stopped) if r.get("event") == "stop"]
   assert len(stop) == 1 and 5 <= stop[0]["step"] < steps, out[-4000:]
   at = stop[0]["step"]
+  assert at % per_call == 0, at
   assert re.search(rf"^\[p0\] stopped by {signum.name}.* at step {at}: checkpoint saved in "
                    rf".*; rerun the same command to resume$", out, re.M), out[-4000:]
   assert "Traceback" not in out and not GRPC_ERRORS.search(out), out[-4000:]
@@ -192,5 +196,5 @@ def test_a_signal_stops_both_processes_with_a_checkpoint_and_the_rerun_resumes_e
   _finish(start(stopped))
   records = _records(stopped)
   assert {"event": "resume", "step": at} in records
-  assert sorted(_losses(stopped)) == list(range(1, steps + 1))
+  assert sorted(_losses(stopped)) == list(range(per_call, steps + 1, per_call))
   assert _losses(stopped) == _losses(reference)  # step for step, the same processes' sums
