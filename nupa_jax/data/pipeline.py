@@ -331,17 +331,17 @@ class Pipeline:
     return range(index * per, (index + 1) * per)
 
   def dataset(self, split: str, start: int, stop: int, rows: range,
-              num_workers: int | None = None) -> grain.IterDataset:
-    """Global batches [start, stop) of `split` restricted to `rows`, as (arrays, stats)."""
+              num_workers: int) -> grain.IterDataset:
+    """Global batches [start, stop) of `split` restricted to `rows`, as (arrays, stats), made
+    by `num_workers` grain worker processes (0: in this process)."""
     dataset = grain.MapDataset.range(start, stop).map(self.batcher(split, rows))
     # Generating a batch is Python-bound: more threads than one only fight for the GIL.
     dataset = dataset.to_iter_dataset(grain.ReadOptions(num_threads=1,
                                                         prefetch_buffer_size=_PREFETCH))
-    workers = self.num_workers if num_workers is None else num_workers
-    if workers:
+    if num_workers:
       if not flags.FLAGS.is_parsed():  # grain's workers read absl flags (docs/stack_notes.md)
         flags.FLAGS.mark_as_parsed()
-      dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+      dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(num_workers=num_workers))
     return dataset
 
   def _iterator(self, split: str, start: int, stop: int, sharding, process_index,
