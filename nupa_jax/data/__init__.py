@@ -53,11 +53,10 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   (default) = auto: 0 on a CPU-only process, else min(6 per local
                   accelerator, usable CPUs - 1) (data/workers.py says why). Workers that die
                   as they start, which grain would wait for forever, end the iterator with
-                  `WorkersDied` once a batch is 2 s late (iterators with a prefetch thread:
-                  a sharding and device_prefetch > 0).
+                  `WorkersDied` once a batch is 2 s late.
   device_prefetch batches a background thread takes from grain and places on the devices
-                  ahead of the training step (default 2); 0 = the training loop places each
-                  batch itself, between steps.
+                  ahead of the training step (default 2); 0 = each batch is made and placed
+                  when the training loop asks for it, between steps.
   stacked_transfer  place a batch's fields as one array [rows, fields, seq_len], which the
                   train step takes apart: one host-to-device transfer per device and batch
                   instead of one per field (default False).

@@ -60,7 +60,9 @@ def run_config(config: ml_collections.ConfigDict
 
 
 class _Prefetch:
-  """`produce()` called on a daemon thread, up to `depth` results ahead of `next()`.
+  """`produce()` called on a daemon thread, up to `depth` results ahead of `next()`; with
+  `depth` 0 only once `next()` asks, so nothing is made ahead (the thread then only lets a
+  late result be checked).
 
   The producer's exceptions (StopIteration included) reach the consumer in order; `close()`
   stops the thread at its next result. `check()`, if given, is called whenever a result is
@@ -71,7 +73,8 @@ class _Prefetch:
 
   def __init__(self, produce: Callable[[], Any], depth: int,
                check: Callable[[], None] | None = None):
-    self._queue: queue.Queue = queue.Queue(maxsize=depth)
+    self._queue: queue.Queue = queue.Queue(maxsize=max(depth, 1))
+    self._asked = threading.Semaphore(0) if depth == 0 else None
     self._closed = threading.Event()
     self._error: BaseException | None = None
     self._check = check
@@ -82,7 +85,7 @@ class _Prefetch:
     _LIVE.add(self)
 
   def _run(self, produce: Callable[[], Any]) -> None:
-    while not self._closed.is_set():
+    while self._wait_until_asked():
       try:
         item = (produce(), None)
       except BaseException as e:  # pylint: disable=broad-except  (handed to the consumer)
@@ -96,9 +99,19 @@ class _Prefetch:
       if item[1] is not None:
         return
 
+  def _wait_until_asked(self) -> bool:
+    """Whether to make the next result: at once when reading ahead, else once `next()` asks;
+    False once closed."""
+    while self._asked is not None and not self._closed.is_set():
+      if self._asked.acquire(timeout=0.1):
+        break
+    return not self._closed.is_set()
+
   def next(self) -> Any:
     if self._error is not None:  # the producer has stopped: StopIteration or its failure
       raise self._error
+    if self._asked is not None:
+      self._asked.release()
     value, self._error = self._get()
     if self._error is not None:
       raise self._error
@@ -176,7 +189,9 @@ class BatchIterator(Iterator[dict[str, Any]]):
   of stalling the loop between steps. The batches and their order are the same either way;
   `state()` counts the batches handed out, not those prefetched. That thread also lets a late
   batch end in an error instead of a hang: `check`, if given, is called whenever the next
-  batch is `_LATE_SECONDS` late, and what it raises, `next()` raises.
+  batch is `_LATE_SECONDS` late, and what it raises, `next()` raises. An iterator with a
+  `check` and no read-ahead (no sharding, or `device_prefetch` 0) still makes its batches on
+  such a thread, one when asked, so that a late batch is checked there too.
   """
 
   def __init__(self, dataset: grain.IterDataset, start: int, stop: int,
@@ -198,9 +213,10 @@ class BatchIterator(Iterator[dict[str, Any]]):
                      global_shape)
 
     self._produce = produce
+    ahead = device_prefetch if sharding is not None else 0
     self._prefetch = None
-    if sharding is not None and device_prefetch > 0:
-      self._prefetch = _Prefetch(self._produce, device_prefetch, check)
+    if ahead > 0 or check is not None:
+      self._prefetch = _Prefetch(self._produce, ahead, check)
 
   def __next__(self) -> dict[str, Any]:
     if self._next >= self._stop:

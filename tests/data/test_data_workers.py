@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import ml_collections
 import numpy as np
@@ -113,15 +114,18 @@ def test_live_workers_pass_the_check_of_a_late_batch(monkeypatch):
   assert checks  # the worker took longer than 0.05 s to start, and was found alive
 
 
-def test_workers_that_die_as_they_start_end_the_iterator_in_seconds():
+@pytest.mark.parametrize("device_prefetch", [2, 0])
+def test_workers_that_die_as_they_start_end_the_iterator_in_seconds(device_prefetch):
   """workers_died_main.py fails the import of itself that a spawned worker does first. grain
   alone would wait for the batch forever (its Process.start() stays blocked writing the
   pickled batcher, more than a pipe holds, to the dead worker: data/workers.py); the
-  iterator's check finds the dead worker and raises WorkersDied instead, and closes."""
+  iterator's check finds the dead worker and raises WorkersDied instead, and closes: whether
+  batches are placed ahead or only when asked."""
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]),
              JAX_PLATFORMS="cpu")
   try:
-    run = subprocess.run([sys.executable, str(HERE / "workers_died_main.py"), "1"], cwd=HERE,
+    run = subprocess.run([sys.executable, str(HERE / "workers_died_main.py"), "1",
+                          str(device_prefetch)], cwd=HERE,
                          env=env, capture_output=True, text=True, timeout=90)
   except subprocess.TimeoutExpired as e:
     pytest.fail(f"the first batch of a pipeline whose worker died hung: {e}")
@@ -134,3 +138,20 @@ def test_workers_that_die_as_they_start_end_the_iterator_in_seconds():
   assert f"main module, {HERE / 'workers_died_main.py'}, again" in result["error"]
   # The worker's own error, which the message points to, is on stderr.
   assert "ImportError: workers_died_main.py cannot be imported in a worker" in run.stderr
+
+
+def test_a_thread_without_read_ahead_makes_each_batch_only_when_asked():
+  """device_prefetch 0 with workers: the thread that lets a late batch be checked makes
+  nothing ahead of the loop."""
+  made = []
+  prefetch = pipeline_lib._Prefetch(lambda: made.append(len(made)) or len(made), 0,
+                                    check=lambda: None)
+  try:
+    time.sleep(0.3)
+    assert not made
+    assert [prefetch.next(), prefetch.next()] == [1, 2]
+    time.sleep(0.3)
+    assert made == [0, 1]
+  finally:
+    prefetch.close()
+  assert not prefetch._thread.is_alive()
