@@ -50,8 +50,7 @@ def main(argv):
     print(f"training diverged: {e}", file=sys.stderr)
     sys.exit(cli.DIVERGED)
   except data.WorkersDied as e:
-    print(f"data workers died: {e}", file=sys.stderr, flush=True)
-    sys.exit(1)
+    data.exit_for_dead_workers(e)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ Guarantees and costs:
 from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
                                     run_config)
 from nupa_jax.data.settings import defaults
-from nupa_jax.data.workers import WorkersDied
+from nupa_jax.data.workers import WorkersDied, exit_for_dead_workers
 
 __all__ = ["BatchIterator", "Pipeline", "WorkersDied", "defaults", "describe",
-           "make_train_iterator", "run_config"]
+           "exit_for_dead_workers", "make_train_iterator", "run_config"]

@@ -31,10 +31,10 @@ def stacked_names(fields: Sequence[str]) -> tuple[str, ...]:
 
 
 def stack_fields(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-  """A batch's fields (all int32, [rows, seq_len]) as one array [rows, fields, seq_len] in
-  `stacked_names` order, under STACKED. Rows stay the leading axis, so the batch's row
-  sharding places it as it places each field: one host-to-device transfer per device instead
-  of one per field and device."""
+  """A batch's fields ([rows, seq_len], int32 and the boolean loss mask) as one int32 array
+  [rows, fields, seq_len] in `stacked_names` order, under STACKED. Rows stay the leading axis,
+  so the batch's row sharding places it as it places each field: one host-to-device transfer
+  per device instead of one per field and device."""
   return {STACKED: np.stack([arrays[name] for name in stacked_names(arrays)], axis=1)}
 
 

@@ -12,6 +12,7 @@ enough to resume (with any number of processes) exactly where a run stopped.
 from __future__ import annotations
 
 import atexit
+import functools
 import pickle
 import queue
 import threading
@@ -100,14 +101,15 @@ class _Prefetch:
         return
 
   def _wait_until_asked(self) -> bool:
-    """Whether to make the next result: at once when reading ahead, else once `next()` asks;
-    False once closed."""
-    while self._asked is not None and not self._closed.is_set():
-      if self._asked.acquire(timeout=0.1):
-        break
+    """Whether to make the next result: at once when reading ahead, else once `next()` asks
+    (or `close()` wakes the thread); False once closed."""
+    if self._asked is not None and not self._closed.is_set():
+      self._asked.acquire()
     return not self._closed.is_set()
 
   def next(self) -> Any:
+    if self._closed.is_set():  # the thread has ended: nothing would come
+      raise RuntimeError("next() on a closed batch iterator")
     if self._error is not None:  # the producer has stopped: StopIteration or its failure
       raise self._error
     if self._asked is not None:
@@ -134,6 +136,8 @@ class _Prefetch:
 
   def close(self) -> None:
     self._closed.set()
+    if self._asked is not None:
+      self._asked.release()
     if not self.stuck:
       self._thread.join(timeout=_JOIN_SECONDS)
 
@@ -368,7 +372,9 @@ class Pipeline:
     workers = self.num_workers if num_workers is None else num_workers
     dataset = self.dataset(split, start, stop, rows, workers)
     samples = self.batch_size if sharding is not None else len(rows) * self.settings.samples_per_row
-    check = workers_lib.check_workers if workers else None  # grain misses a worker dead at start
+    check = None
+    if workers:  # grain misses a worker dead at start; children already dead are not its
+      check = functools.partial(workers_lib.check_workers, set(workers_lib.dead_children()))
     return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
                          self.settings.device_prefetch, fields, stacked, check)
 

@@ -27,12 +27,16 @@ writes to it through a pipe; the pickled pipeline is more than a pipe holds (64 
 parent keeps the pipe's reading end open while it writes (CPython gh-118981; Python 3.11 has
 it), so a worker that dies in that import leaves `start()`, and every batch after it, blocked
 for good. `check_workers` is the way out: the pipeline calls it while a batch is late, and it
-asks the OS for child processes that died unnoticed.
+asks the OS for child processes that died unnoticed since the iterator began. The process then
+has to end without grain's exit handler, which would join the worker whose start never returned
+and fail (`exit_for_dead_workers`).
 """
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Collection
+from typing import NoReturn
 
 import jax
 import psutil
@@ -75,27 +79,30 @@ def resolve(requested: int) -> int:
   return auto_count(local_accelerators(), available_cpus())
 
 
-def dead_children() -> list[int]:
-  """The exit statuses (-N: killed by signal N, as multiprocessing writes it) of this
+def dead_children() -> dict[int, int]:
+  """{pid: exit status} (-N: killed by signal N, as multiprocessing writes it) of this
   process's child processes that have ended and that nothing has waited for yet; left for
   their parent to collect (`os.WNOWAIT`). Empty where the OS has no `os.waitid`."""
   if not hasattr(os, "waitid"):
-    return []
-  statuses = []
+    return {}
+  statuses = {}
   for child in psutil.Process().children():
     try:
       ended = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # collected since it was listed
       continue
     if ended is not None:
-      statuses.append(ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status)
+      statuses[child.pid] = (ended.si_status if ended.si_code == os.CLD_EXITED
+                             else -ended.si_status)
   return statuses
 
 
-def check_workers() -> None:
+def check_workers(known: Collection[int] = ()) -> None:
   """Raises WorkersDied, with their exit statuses and where their own errors are, if child
-  processes of this one died unnoticed (`dead_children`): called while a batch is late."""
-  dead = dead_children()
+  processes of this one died unnoticed (`dead_children`), other than the `known` pids (those
+  already dead when the iterator began: another iterator's workers, a child of the caller's
+  own): called while a batch is late."""
+  dead = [status for pid, status in dead_children().items() if pid not in known]
   if dead:
     raise WorkersDied(
         f"{len(dead)} child process(es) of this process died (exit status "
@@ -103,6 +110,16 @@ def check_workers() -> None:
         f"which grain would have waited for forever. A worker that fails as it starts (each "
         f"first imports the main module, {_main_module()}, again) prints its error above: fix "
         f"that, or set config.data.num_workers=0 to make the batches in this process")
+
+
+def exit_for_dead_workers(error: WorkersDied) -> NoReturn:
+  """Prints `data workers died: ERROR` and ends the process with status 1 at once. A normal
+  exit would run grain's exit handler, which joins the worker whose start never returned and
+  prints an AssertionError traceback below the line; what the run must close (its checkpoints,
+  its metrics file) was closed on the way out of the trainer."""
+  print(f"data workers died: {error}", file=sys.stderr, flush=True)
+  sys.stdout.flush()
+  os._exit(1)  # pylint: disable=protected-access
 
 
 def _main_module() -> str:

@@ -23,6 +23,7 @@ any save), so a NaN or inf stops the run with the last good checkpoint intact.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -289,8 +290,10 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   treedef, leaves = jax.tree.structure(state), jax.tree.leaves(state)
   per_call = run.train.steps_per_call
   calls = 0
-  with run.pipeline.train_iterator(run.batch_sharding, start_step=position,
-                                   fields=fields, stacked=stacked) as batches:
+  # A run that had already finished starts no data workers.
+  with (run.pipeline.train_iterator(run.batch_sharding, start_step=position, fields=fields,
+                                    stacked=stacked) if step < total
+        else contextlib.nullcontext()) as batches:
     while step < total:
       # Calls end on multiples of steps_per_call (a run resumed at another step realigns).
       taken = [window.data_wait.next(batches)

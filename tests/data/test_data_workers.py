@@ -94,16 +94,16 @@ def test_dead_children_reads_exit_statuses_and_leaves_them_to_the_parent():
   for child in (exited, killed):  # wait for each to end without collecting it
     os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
   statuses = workers.dead_children()
-  assert 3 in statuses and -9 in statuses
+  assert statuses[exited.pid] == 3 and statuses[killed.pid] == -9
   assert (exited.wait(), killed.wait()) == (3, -9)  # still there for their Popen to collect
-  assert 3 not in workers.dead_children()
+  assert exited.pid not in workers.dead_children()
 
 
 def test_live_workers_pass_the_check_of_a_late_batch(monkeypatch):
   monkeypatch.setattr(pipeline_lib, "_LATE_SECONDS", 0.05)  # checked often as the worker starts
   checks = []
   check = workers.check_workers
-  monkeypatch.setattr(workers, "check_workers", lambda: checks.append(check()))
+  monkeypatch.setattr(workers, "check_workers", lambda known: checks.append(check(known)))
   pipeline = data.Pipeline(data_testing.config(num_workers=1))
   with pipeline.train_iterator(sharding.make_mesh({"data": 1})) as placed, \
        pipeline.train_iterator(num_workers=0) as serial:
@@ -120,7 +120,8 @@ def test_workers_that_die_as_they_start_end_the_iterator_in_seconds(device_prefe
   alone would wait for the batch forever (its Process.start() stays blocked writing the
   pickled batcher, more than a pipe holds, to the dead worker: data/workers.py); the
   iterator's check finds the dead worker and raises WorkersDied instead, and closes: whether
-  batches are placed ahead or only when asked."""
+  batches are placed ahead or only when asked. The process then ends with one line, status 1,
+  and no traceback of grain's exit handler below it."""
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]),
              JAX_PLATFORMS="cpu")
   try:
@@ -129,7 +130,7 @@ def test_workers_that_die_as_they_start_end_the_iterator_in_seconds(device_prefe
                          env=env, capture_output=True, text=True, timeout=90)
   except subprocess.TimeoutExpired as e:
     pytest.fail(f"the first batch of a pipeline whose worker died hung: {e}")
-  assert run.returncode == 0, run.stderr[-3000:]
+  assert run.returncode == 1, run.stderr[-3000:]
   result = json.loads(run.stdout.strip().splitlines()[-1])
   assert result["batcher_bytes"] > 64 * 1024  # more than a pipe holds
   assert result["error"].startswith(
@@ -138,6 +139,9 @@ def test_workers_that_die_as_they_start_end_the_iterator_in_seconds(device_prefe
   assert f"main module, {HERE / 'workers_died_main.py'}, again" in result["error"]
   # The worker's own error, which the message points to, is on stderr.
   assert "ImportError: workers_died_main.py cannot be imported in a worker" in run.stderr
+  before, line, after = run.stderr.rpartition("data workers died: ")
+  assert line and after.startswith("1 child process(es) of this process died")
+  assert "Traceback" not in after, after[-3000:]
 
 
 def test_a_thread_without_read_ahead_makes_each_batch_only_when_asked():
@@ -155,3 +159,22 @@ def test_a_thread_without_read_ahead_makes_each_batch_only_when_asked():
   finally:
     prefetch.close()
   assert not prefetch._thread.is_alive()
+
+
+def test_children_dead_before_the_iterator_began_are_not_its_workers():
+  child = subprocess.Popen([sys.executable, "-c", "raise SystemExit(4)"])
+  os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+  try:
+    workers.check_workers(known={child.pid})  # dead before: not reported
+    with pytest.raises(workers.WorkersDied, match=r"exit status 4\)"):
+      workers.check_workers()
+  finally:
+    child.wait()
+
+
+def test_next_on_a_closed_thread_fails_instead_of_waiting():
+  prefetch = pipeline_lib._Prefetch(lambda: 1, 0, check=lambda: None)
+  assert prefetch.next() == 1
+  prefetch.close()
+  with pytest.raises(RuntimeError, match="closed batch iterator"):
+    prefetch.next()

@@ -4,6 +4,7 @@ config errors that name their fix."""
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,3 +209,31 @@ def test_cli_exits_with_its_own_status_when_the_loss_diverges(tmp_path):
       check=False)
   assert result.returncode == cli.DIVERGED, result.stderr[-4000:]
   assert "training diverged: " in result.stderr
+
+
+def test_a_run_resumed_between_calls_realigns_them_and_repeats_the_one_step_run(tmp_path):
+  """A one-step-a-call run checkpointed at step 3, resumed there with 2 steps a call: its
+  first call runs step 4 alone, so calls end on even steps again; the records at steps 4, 6
+  and 7 repeat the one-step run's per-step values (step 6's loss the mean of steps 5 and 6)."""
+  cache = tmp_path / "jax_cache"
+  workdir = tmp_path / "run"
+  training_testing.run("nupa_jax.train", training_testing.micro_args(
+      workdir, **{"train.steps": 7, "train.log_every": 1, "checkpoint.every": 3,
+                  "checkpoint.keep": 5}), devices=2, cache=cache)
+  per_step = {r["step"]: r for r in step_records(workdir)}
+  assert sorted(per_step) == [1, 2, 3, 4, 5, 6, 7]
+  assert _committed_steps(workdir) == [3, 6, 7]
+  for step in (6, 7):
+    shutil.rmtree(workdir / "checkpoints" / str(step))
+  training_testing.run("nupa_jax.train", training_testing.micro_args(
+      workdir, **{"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2,
+                  "train.steps_per_call": 2}), devices=2, cache=cache)
+  resumed = step_records(workdir)
+  assert [r["step"] for r in resumed] == [1, 2, 3, 4, 6, 7]
+  expected = {4: per_step[4], 7: per_step[7],
+              6: {**per_step[6], "loss": (per_step[5]["loss"] + per_step[6]["loss"]) / 2,
+                  "grad_norm": (per_step[5]["grad_norm"] + per_step[6]["grad_norm"]) / 2}}
+  for record in resumed[3:]:
+    want = expected[record["step"]]
+    np.testing.assert_allclose([record[k] for k in STEP_FIELDS], [want[k] for k in STEP_FIELDS],
+                               rtol=2e-5, err_msg=f"step {record['step']}")
