@@ -65,25 +65,31 @@ def test_sharded_run_matches_single_device(tmp_path):
 
 def test_several_steps_a_call_repeat_the_one_step_run(tmp_path):
   """train.steps_per_call=2 on 2 data-parallel devices (a scan over two batches a call; 7
-  steps, so the last call runs one): the one-step-a-call run's log records, losses and
-  validation loss, up to float rounding."""
+  steps, so the last call runs one), alone and with the other step options (microbatches,
+  the optimizer state split over data, stacked batch fields): the one-step-a-call run's log
+  records, losses and validation loss, up to float rounding."""
   settings = {"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2}
+  options = {"train.microbatches": 2, "mesh.shard_optimizer_over_data": True,
+             "data.stacked_transfer": True}
   cache = tmp_path / "jax_cache"
-  for name, per_call in (("one", 1), ("two", 2)):
+  for name, per_call, other in (("one", 1, {}), ("two", 2, {}), ("two_options", 2, options)):
     training_testing.run("nupa_jax.train", training_testing.micro_args(
-        tmp_path / name, **settings, **{"train.steps_per_call": per_call}), devices=2,
-        cache=cache)
-  one, two = step_records(tmp_path / "one"), step_records(tmp_path / "two")
-  assert [r["step"] for r in one] == [r["step"] for r in two] == [2, 4, 6, 7]
-  for a, b in zip(one, two):
-    np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
-                               rtol=2e-5)
-  assert [r["samples_seen"] for r in two] == [32, 64, 96, 112]
-  val_losses = [[json.loads(x)["val_loss"] for x in
-                 (tmp_path / name / "train_metrics.jsonl").read_text().splitlines()
-                 if json.loads(x).get("event") == "eval"] for name in ("one", "two")]
-  np.testing.assert_allclose(val_losses[1], val_losses[0], rtol=2e-5)
-  assert _committed_steps(tmp_path / "two")[-1] == 7
+        tmp_path / name, **settings, **other, **{"train.steps_per_call": per_call}),
+        devices=2, cache=cache)
+  names = ("two", "two_options")
+  one = step_records(tmp_path / "one")
+  val_losses = {name: [json.loads(x)["val_loss"] for x in
+                       (tmp_path / name / "train_metrics.jsonl").read_text().splitlines()
+                       if json.loads(x).get("event") == "eval"] for name in ("one", *names)}
+  for name in names:
+    records = step_records(tmp_path / name)
+    assert [r["step"] for r in one] == [r["step"] for r in records] == [2, 4, 6, 7], name
+    for a, b in zip(one, records):
+      np.testing.assert_allclose([a[k] for k in STEP_FIELDS], [b[k] for k in STEP_FIELDS],
+                                 rtol=2e-5, err_msg=name)
+    assert [r["samples_seen"] for r in records] == [32, 64, 96, 112]
+    np.testing.assert_allclose(val_losses[name], val_losses["one"], rtol=2e-5, err_msg=name)
+    assert _committed_steps(tmp_path / name)[-1] == 7
 
 
 def _committed_steps(workdir: pathlib.Path) -> list[int]:
