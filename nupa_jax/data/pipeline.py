@@ -69,7 +69,8 @@ class _Prefetch:
   stops the thread at its next result. `check()`, if given, is called whenever a result is
   `_LATE_SECONDS` late: its error ends the iterator as the producer's would, and marks the
   thread `stuck` (waiting for something that will not come), which `close()` then leaves to
-  end with the process instead of waiting for it.
+  end with the process instead of waiting for it. A thread still making a result
+  `_JOIN_SECONDS` after `close()` is marked `stuck` too.
   """
 
   def __init__(self, produce: Callable[[], Any], depth: int,
@@ -140,6 +141,9 @@ class _Prefetch:
       self._asked.release()
     if not self.stuck:
       self._thread.join(timeout=_JOIN_SECONDS)
+      # Still inside grain's next() (its workers slow to start): closing grain under it would
+      # fail the same way as after a failed check, so it is left to end with the process.
+      self.stuck = self._thread.is_alive()
 
 
 def _checked_fields(fields: Collection[str] | None) -> frozenset[str] | None:

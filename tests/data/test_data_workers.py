@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 
 import ml_collections
@@ -178,3 +179,17 @@ def test_next_on_a_closed_thread_fails_instead_of_waiting():
   prefetch.close()
   with pytest.raises(RuntimeError, match="closed batch iterator"):
     prefetch.next()
+
+
+def test_a_thread_still_making_a_batch_after_close_is_left_to_the_process(monkeypatch):
+  """Grain's own close() under a thread still inside its next() would fail: the iterator
+  leaves such a thread (marked stuck) to end with the process."""
+  monkeypatch.setattr(pipeline_lib, "_JOIN_SECONDS", 0.1)
+  release = threading.Event()
+  prefetch = pipeline_lib._Prefetch(lambda: release.wait() or 1, 1)
+  time.sleep(0.1)
+  prefetch.close()
+  assert prefetch.stuck
+  release.set()
+  prefetch._thread.join(timeout=5)
+  assert not prefetch._thread.is_alive()
