@@ -8,8 +8,9 @@ From `--at` seconds after the start, for `--for` seconds (or until the command e
 2 ms, the sampler records for each thread its innermost frame and its two innermost nupa_jax /
 grain frames. The sampler runs only while it holds the GIL, so no other thread is running
 Python then: a thread counted at a `wait` is idle, one counted inside a call such as
-`batched_device_put` or the jitted step is in that call's C++ (transfers, dispatch). A multi-GPU step of a small model can outrun the host;
-these counts say which of the loop, the device placement and grain holds it back.
+`batched_device_put` or the jitted step is in that call's C++ (transfers, dispatch). A
+multi-GPU step of a small model can outrun the host; these counts say which of the loop, the
+device placement and grain holds it back.
 """
 from __future__ import annotations
 

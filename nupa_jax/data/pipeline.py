@@ -248,8 +248,9 @@ class BatchIterator(Iterator[dict[str, Any]]):
 
   def close(self) -> None:
     """Stops the prefetch thread and grain's worker processes (also done when the iterator is
-    collected). After a failed check grain is left alone: its close() would wait for threads
-    blocked on workers that died, and the process's exit ends the workers still alive."""
+    collected). After a failed check, or with the thread still inside grain's next(), grain is
+    left alone: its close() would wait for threads blocked on workers that died, or fail
+    under the thread, and the process's exit ends the workers still alive."""
     if self._prefetch is not None:
       self._prefetch.close()
       if self._prefetch.stuck:

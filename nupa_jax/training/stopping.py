@@ -12,10 +12,9 @@ notifier catches SIGTERM in any process (the preemption notice of a Cloud TPU VM
 `scancel`, `timeout`), tells the others through the coordination service, and
 `multihost_utils.reached_preemption_sync_point(count)` turns true on every process at the same
 count of step calls (one past the furthest any process had reached). It costs no collective
-per step. SIGINT
-is handed to the same protocol: its handler records the signal and raises SIGTERM in its own
-process. A single process has nothing to agree on and stops at the end of the step call in progress
-(one step, or `train.steps_per_call` of them).
+per step. SIGINT is handed to the same protocol: its handler records the signal and raises
+SIGTERM in its own process. A single process has nothing to agree on and stops at the end of
+the step call in progress (one step, or `train.steps_per_call` of them).
 
 A second signal while the first is being handled (a long evaluation or save in progress) ends
 the process at once, as the signal's default action would; the last committed checkpoint stays
