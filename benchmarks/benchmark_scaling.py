@@ -60,7 +60,10 @@ def train_flags(config: str, workdir: pathlib.Path, batch: int, log_every: int,
   return [f"--config={config}", f"--workdir={workdir}", *MESHES[mesh],
           f"--config.train.batch_size={batch}", f"--config.train.steps={never}",
           f"--config.train.log_every={log_every}", f"--config.checkpoint.every={never}",
-          "--config.eval.every=0", "--config.eval.validation_batches=1", *extra]
+          "--config.eval.every=0", "--config.eval.validation_batches=1",
+          # One step a call in every mode: a process per GPU would otherwise run one, a
+          # process over several GPUs several (train.steps_per_call's automatic choice).
+          "--config.train.steps_per_call=1", *extra]
 
 
 def command(mode: str, gpus: int, platform: str, flags: list[str]) -> tuple[list[str], dict]:

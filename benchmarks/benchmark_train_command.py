@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # configs/ and benchmark_train
 import benchmark_train  # noqa: E402  (touches no device until it times)
 from nupa_jax import cli  # noqa: E402
+from nupa_jax.training import trainer  # noqa: E402
 from nupa_jax.training import writers  # noqa: E402
 
 _STOP_GRACE_S = 60  # after --timeout's SIGTERM: time for the trainer's stop checkpoint
@@ -115,8 +116,10 @@ def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
     raise SystemExit(f"the training command failed with status {returncode} "
                      f"({_last_step(workdir)}); its output ends:\n{_tail(log)}")
   lines = (workdir / writers.METRICS_FILE).read_text().splitlines()
+  ran = json.loads((workdir / trainer.CONFIG_FILE).read_text())["train"]  # as resolved
   return {"impl": "train_command", "steps": args.steps, "log_every": args.log_every,
-          "wall_s": round(wall_s, 1), **steady_throughput([json.loads(x) for x in lines])}
+          "steps_per_call": ran["steps_per_call"], "wall_s": round(wall_s, 1),
+          **steady_throughput([json.loads(x) for x in lines])}
 
 
 def main(argv=None) -> int:

@@ -200,7 +200,9 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
                          # a quarter of the optimizer's memory traffic, off the paper's recipe
   c.train.grad_clip = 1.0  # global-norm clipping; 0 disables
   c.train.microbatches = 1  # >1: each step's rows in parts, gradients added (less memory)
-  c.train.steps_per_call = 1  # >1: that many steps in one call of the jitted step (host time)
+  # Steps in one call of the jitted step (host time): 0 = automatic, 1 on one device, and on a
+  # process driving several GPUs or TPUs 4, else 2, else 1 (training/settings.py).
+  c.train.steps_per_call = 0
   # Speed settings that keep the numbers, on where measured faster: the 100m step at batch
   # 256 takes 8.2 ms with the three against 9.2 ms without (docs/benchmarks/README.md).
   measured_faster = size == "100m"

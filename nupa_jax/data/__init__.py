@@ -55,8 +55,9 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   as they start, which grain would wait for forever, end the iterator with
                   `WorkersDied` once a batch is 2 s late.
   device_prefetch batches a background thread takes from grain and places on the devices
-                  ahead of the training step (default 2); 0 = each batch is made and placed
-                  when the training loop asks for it, between steps.
+                  ahead of the training step (default 2; a loop that takes several a call,
+                  `train_iterator(per_call=...)`, finds that many calls' batches ahead); 0 =
+                  each batch is made and placed when the training loop asks for it.
   stacked_transfer  place a batch's fields as one array [rows, fields, seq_len], which the
                   train step takes apart: one host-to-device transfer per device and batch
                   instead of one per field (default False).

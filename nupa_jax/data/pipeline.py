@@ -370,7 +370,7 @@ class Pipeline:
     return dataset
 
   def _iterator(self, split: str, start: int, stop: int, sharding, process_index,
-                process_count, num_workers, fields, stacked) -> BatchIterator:
+                process_count, num_workers, fields, stacked, per_call=1) -> BatchIterator:
     if isinstance(sharding, jax.sharding.Mesh):
       sharding = sharding_lib.batch_sharding(sharding)
     rows = self.local_rows(sharding, process_index, process_count)
@@ -381,14 +381,14 @@ class Pipeline:
     if workers:  # grain misses a worker dead at start; children already dead are not its
       check = functools.partial(workers_lib.check_workers, set(workers_lib.dead_children()))
     return BatchIterator(dataset, start, stop, sharding, (self.rows, self.seq_len), samples,
-                         self.settings.device_prefetch, fields, stacked, check)
+                         self.settings.device_prefetch * per_call, fields, stacked, check)
 
   def train_iterator(self, sharding: jax.sharding.Sharding | jax.sharding.Mesh | None = None,
                      start_step: int = 0, *, process_index: int | None = None,
                      process_count: int | None = None,
                      num_workers: int | None = None,
                      fields: Collection[str] | None = None,
-                     stacked: bool = False) -> BatchIterator:
+                     stacked: bool = False, per_call: int = 1) -> BatchIterator:
     """Endless training batches from global batch `start_step`.
 
     With a sharding (or a mesh: its batch axes), batches are dicts of global jax.Arrays
@@ -400,10 +400,13 @@ class Pipeline:
     its model reads (`training.step.fields_read`). `stacked`: the fields come as one array
     under `packing.STACKED` ([rows, fields, seq_len], `packing.stack_fields`), one transfer
     per device instead of one per field (`config.data.stacked_transfer`); the step takes them
-    apart (`packing.unstack_fields`).
+    apart (`packing.unstack_fields`). `per_call`: batches the loop takes at a time (one call
+    of several steps, `config.train.steps_per_call`); the read-ahead, `device_prefetch`
+    batches for one step a call, is that many calls' batches, so that the loop finds the
+    next call's batches placed while the devices run the last call.
     """
     return self._iterator("train", start_step, _ENDLESS, sharding, process_index,
-                          process_count, num_workers, fields, stacked)
+                          process_count, num_workers, fields, stacked, per_call)
 
   def val_iterator(self, num_batches: int, sharding=None, *, process_index: int | None = None,
                    process_count: int | None = None,

@@ -24,6 +24,7 @@ any save), so a NaN or inf stops the run with the last good checkpoint intact.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import time
@@ -71,15 +72,18 @@ class _Run:
   def __init__(self, config, workdir: paths.Path):
     self.workdir = workdir
     try:
-      self.train = settings_lib.Train.from_config(config)
       self.checkpoint = settings_lib.Checkpoint.from_config(config)
       self.eval = eval_settings.Eval.from_config(config)
+      self.train = settings_lib.Train.from_config(config).resolved(
+          accelerators_per_process(), self.checkpoint.every, self.eval.every)
       self.mode = runmode.resolve(config)
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
       self.replicated = sharding_lib.replicated(self.mesh)
       # The config as run: with the text mode's data fields (RF-CoT: padded rows, cut lengths).
       config, self.encoder = data_lib.run_config(config)
+      config = copy.deepcopy(config)  # the run's own: with the count of steps a call it runs
+      config.train.steps_per_call = self.train.steps_per_call
       self.config = config
       self.pipeline = data_lib.Pipeline(config, self.encoder)
       self.pipeline.local_rows(self.batch_sharding)  # rows must split over the batch axes
@@ -182,13 +186,18 @@ def _check_microbatches(microbatches: int, rows: int, divisor: int) -> None:
                      f"({rows} rows a batch)")
 
 
+def accelerators_per_process() -> int:
+  """GPUs or TPUs per process: the same count in every process of a run (a CPU run has 0)."""
+  return sum(d.platform != "cpu" for d in jax.devices()) // jax.process_count()
+
+
 def _check_steps_per_call(train: settings_lib.Train, ckpt_every: int, eval_every: int) -> None:
   """ValueError unless every step the loop must stop at to log, checkpoint or evaluate ends a
   call of `train.steps_per_call` steps."""
   k = train.steps_per_call
   for name, every in (("train.log_every", train.log_every),
                       ("checkpoint.every", ckpt_every), ("eval.every", eval_every)):
-    if every % k:
+    if settings_lib.aligned_intervals([every], train.steps) and every % k:
       raise ValueError(f"config.{name}={every} is not a multiple of "
                        f"config.train.steps_per_call={k}: make it one, or lower steps_per_call")
 
@@ -265,7 +274,9 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
     progress.print(f"resuming from the checkpoint of step {step} in {ckpt.directory}")
   params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(nnx.state(
       nnx.merge(run.spec.graphdef, run.spec.abstract)[0], nnx.Param)))
-  progress.print(f"model: {params:,} parameters; mesh {dict(run.mesh.shape)}; data "
+  per_call = run.train.steps_per_call
+  progress.print(f"model: {params:,} parameters; mesh {dict(run.mesh.shape)}; "
+                 f"{per_call} step{'s' * (per_call > 1)} a call; data "
                  f"{dict(data_lib.describe(run.pipeline))}")
   progress.print(_recipe_line(c, run.train))
 
@@ -288,11 +299,10 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
   # The loop carries the state as its leaves (the step's `leaves_of`); `state` is rebuilt from
   # them where a checkpoint, an evaluation or the end needs it.
   treedef, leaves = jax.tree.structure(state), jax.tree.leaves(state)
-  per_call = run.train.steps_per_call
   calls = 0
   # A run that had already finished starts no data workers.
   with (run.pipeline.train_iterator(run.batch_sharding, start_step=position, fields=fields,
-                                    stacked=stacked) if step < total
+                                    stacked=stacked, per_call=per_call) if step < total
         else contextlib.nullcontext()) as batches:
     while step < total:
       # Calls end on multiples of steps_per_call (a run resumed at another step realigns).

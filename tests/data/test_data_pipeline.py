@@ -1,6 +1,7 @@
 """The pipeline end to end (numpy rows): determinism, process counts, resume, mixture, padding."""
 import collections
 import itertools
+import time
 
 import jax
 import numpy as np
@@ -231,6 +232,22 @@ def test_device_prefetch_hands_out_the_same_batches_and_counts_only_those_taken(
     assert len(list(validation)) == 2
     with pytest.raises(StopIteration):
       next(validation)
+
+
+def test_the_read_ahead_holds_device_prefetch_calls_of_batches():
+  """A loop taking `per_call` batches a call (several steps a call) finds `device_prefetch`
+  calls' batches placed ahead, not `device_prefetch` batches."""
+  mesh = jax.make_mesh((1,), ("data",))
+  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  pipeline = data.Pipeline(data_testing.config(device_prefetch=2))
+  for per_call in (1, 3):
+    with pipeline.train_iterator(sharding, per_call=per_call) as iterator:
+      next(iterator)
+      ready = iterator._prefetch._queue  # pylint: disable=protected-access
+      deadline = time.monotonic() + 20
+      while ready.qsize() < 2 * per_call and time.monotonic() < deadline:
+        time.sleep(0.01)
+      assert ready.qsize() == 2 * per_call, per_call
 
 
 def test_a_failure_of_the_prefetch_producer_reaches_the_consumer_in_order():

@@ -53,6 +53,7 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
   assert run["config"] == step["config"] == spec and "size" not in run
   assert run["intervals"] == 1 and run["samples_per_s"] > 0 and step["samples_per_s"] > 0
   assert 0.0 <= run["data_wait_fraction"] <= 1.0
+  assert run["steps_per_call"] == 1  # the automatic count, resolved for one CPU device
   assert step["batch"] == 64  # the override reached the step as well as the command
   assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["batch_size"] == 64
   assert f"--config={ROOT / 'configs' / 'paper.py'}:table=rope_perf" in result.stderr

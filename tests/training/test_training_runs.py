@@ -183,6 +183,22 @@ def test_config_errors_name_the_fix(tmp_path, overrides, message):
   assert not (tmp_path / "checkpoints").exists()
 
 
+@pytest.mark.parametrize("accelerators, per_call", [(0, 1), (1, 1), (4, 4)])
+def test_a_run_takes_automatic_steps_per_call_from_its_accelerators(
+    tmp_path, monkeypatch, accelerators, per_call):
+  monkeypatch.setattr(trainer, "accelerators_per_process", lambda: accelerators)
+  config = training_testing.micro_config(
+      **{"train.log_every": 4, "checkpoint.every": 8, "eval.every": 0})
+  assert config.train.steps_per_call == 0  # the default: automatic
+  run = trainer._Run(config, tmp_path)
+  assert run.train.steps_per_call == run.config.train.steps_per_call == per_call  # config.json
+  assert config.train.steps_per_call == 0  # the caller's config is left as it was
+
+
+def test_a_cpu_process_counts_no_accelerators():
+  assert trainer.accelerators_per_process() == 0
+
+
 def test_cli_without_workdir_or_with_an_unknown_pe_says_so(tmp_path):
   missing = training_testing.run("nupa_jax.train", ["--config=configs/pe.py:size=tiny"],
                                  check=False)

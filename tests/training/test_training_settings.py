@@ -82,3 +82,33 @@ def test_old_workdirs_read_into_every_section():
     assert data.batch_size == (raw["data"].get("batch_size") or raw["train"]["batch_size"])
     rfcot_run = "/rfcot/runs/answer-rfcot_" in path  # the one RF-CoT arm among the results
     assert runmode.resolve(c).name == ("rfcot" if rfcot_run else "digits") + "/scratch"
+
+
+@pytest.mark.parametrize("accelerators, intervals, expected", [
+    (0, (100, 1000, 0), 1),  # a CPU run
+    (1, (100, 1000, 0), 1),  # one GPU keeps its step's rate with one step a call
+    (4, (100, 2500, 0), 4),  # eval.every 0: only at the end, not a stop to align to
+    (4, (100, 2500, 50_000), 4),
+    (2, (100, 1000, 10), 2),  # 10 is no multiple of 4
+    (8, (5, 1000, 0), 1),  # a log every 5 steps fits neither 4 nor 2
+    (4, (100, 3907, 0), 4),  # a checkpoint only at the run's end (3,907 steps): no stop
+    (4, (100, 10**9, 0), 4),  # to align to, as for an interval past the run
+])
+def test_automatic_steps_per_call_divides_every_stop(accelerators, intervals, expected):
+  assert train_settings.auto_steps_per_call(accelerators, intervals, steps=3907) == expected
+
+
+def test_train_settings_resolve_auto_steps_per_call_and_keep_a_given_count():
+  c = common.base("tiny")
+  c.train.log_every = 100
+  train = train_settings.Train.from_config(c)
+  assert train.steps_per_call == train_settings.AUTO_STEPS_PER_CALL  # the default
+  assert train.resolved(4, checkpoint_every=1000, eval_every=0).steps_per_call == 4
+  assert train.resolved(1, checkpoint_every=1000, eval_every=0).steps_per_call == 1
+  assert train.resolved(4, checkpoint_every=1002, eval_every=0).steps_per_call == 2
+  assert train.resolved(4, checkpoint_every=train.steps, eval_every=0).steps_per_call == 4
+  c.train.steps_per_call = 3  # by hand: kept, whatever the devices (the trainer checks it)
+  assert train_settings.Train.from_config(c).resolved(4, 1000, 0).steps_per_call == 3
+  c.train.steps_per_call = -1
+  with pytest.raises(ValueError, match="steps_per_call must be >= 1, or 0 for the automatic"):
+    train_settings.Train.from_config(c)
