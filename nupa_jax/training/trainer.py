@@ -41,6 +41,7 @@ from nupa_jax import runmode
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.data import batches as batches_lib
 from nupa_jax.data import packing
+from nupa_jax.data import workers as workers_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
@@ -74,8 +75,9 @@ class _Run:
     try:
       self.checkpoint = settings_lib.Checkpoint.from_config(config)
       self.eval = eval_settings.Eval.from_config(config)
+      # Processes of one run drive equal numbers of devices, so each resolves the same count.
       self.train = settings_lib.Train.from_config(config).resolved(
-          accelerators_per_process(), self.checkpoint.every, self.eval.every)
+          workers_lib.local_accelerators(), self.checkpoint.every, self.eval.every)
       self.mode = runmode.resolve(config)
       self.mesh = sharding_lib.make_mesh(config.mesh.shape)
       self.batch_sharding = sharding_lib.batch_sharding(self.mesh)
@@ -184,11 +186,6 @@ def _check_microbatches(microbatches: int, rows: int, divisor: int) -> None:
     raise ValueError(f"config.train.microbatches={microbatches} does not divide the "
                      f"{rows // divisor} rows of each of the {divisor} batch-axis devices "
                      f"({rows} rows a batch)")
-
-
-def accelerators_per_process() -> int:
-  """GPUs or TPUs per process: the same count in every process of a run (a CPU run has 0)."""
-  return sum(d.platform != "cpu" for d in jax.devices()) // jax.process_count()
 
 
 def _check_steps_per_call(train: settings_lib.Train, ckpt_every: int, eval_every: int) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from nupa_jax import cli
+from nupa_jax.data import workers
 from nupa_jax.training import optimizer
 from nupa_jax.training import trainer
 
@@ -186,7 +187,7 @@ def test_config_errors_name_the_fix(tmp_path, overrides, message):
 @pytest.mark.parametrize("accelerators, per_call", [(0, 1), (1, 1), (4, 4)])
 def test_a_run_takes_automatic_steps_per_call_from_its_accelerators(
     tmp_path, monkeypatch, accelerators, per_call):
-  monkeypatch.setattr(trainer, "accelerators_per_process", lambda: accelerators)
+  monkeypatch.setattr(workers, "local_accelerators", lambda: accelerators)
   config = training_testing.micro_config(
       **{"train.log_every": 4, "checkpoint.every": 8, "eval.every": 0})
   assert config.train.steps_per_call == 0  # the default: automatic
@@ -196,7 +197,8 @@ def test_a_run_takes_automatic_steps_per_call_from_its_accelerators(
 
 
 def test_a_cpu_process_counts_no_accelerators():
-  assert trainer.accelerators_per_process() == 0
+  assert workers.local_accelerators() == 0
+
 
 
 def test_cli_without_workdir_or_with_an_unknown_pe_says_so(tmp_path):
