@@ -10,6 +10,7 @@ from nupa_jax import models
 from nupa_jax.data import settings
 from nupa_jax.evaluation import settings as settings_lib
 from nupa_jax.text import Encoder
+from nupa_jax.text import formats as text_formats
 
 FAMILIES = {
     "pe": ["pe=nope,task=add_float", "pe=alibi,task=multiply_easy_frac", "pe=rope,task=add_sci",
@@ -165,6 +166,15 @@ def test_pe_family_objective_and_formats_family_test_lengths():
   formats = importlib.import_module("configs.formats")
   assert tuple(formats.get_config("test=12").eval.digits) == (1, 12)
   assert tuple(formats.get_config("").eval.digits) == (1, 20)
+
+
+def test_formats_family_hint_offset_reaches_the_text_format():
+  formats = importlib.import_module("configs.formats")
+  assert "hint_offset" not in formats.get_config("hints=true").text.format
+  shifted = formats.get_config("hints=true,hint_offset=2").text.format
+  assert text_formats.Format.from_config(shifted, max_hint=128).hint_offset == 2
+  with pytest.raises(ValueError, match="hint_offset > 0 needs index_hints=True"):
+    text_formats.Format.from_config(formats.get_config("hint_offset=2").text.format, max_hint=128)
 
 
 def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
