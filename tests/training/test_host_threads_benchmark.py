@@ -13,7 +13,7 @@ def test_the_sampler_finds_the_training_loop(tmp_path):
   result = subprocess.run(
       [sys.executable, str(ROOT / "benchmarks" / "host_threads.py"), "--at", "1", "--for", "3",
        "--out", str(out), "--", f"--config={ROOT}/configs/pe.py:size=tiny", f"--workdir={tmp_path / 'run'}",
-       "--config.train.steps=400", "--config.train.log_every=100",
+       "--config.train.steps=40", "--config.train.log_every=10",
        "--config.eval.per_length=0", "--config.data.num_workers=0"],
       cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
