@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def test_the_sampler_finds_the_training_loop(tmp_path):
   out = tmp_path / "threads.json"
   result = subprocess.run(
-      [sys.executable, str(ROOT / "benchmarks" / "host_threads.py"), "--at", "1", "--for", "3",
+      [sys.executable, str(ROOT / "benchmarks" / "host_threads.py"), "--at", "0", "--for", "120",
        "--out", str(out), "--", f"--config={ROOT}/configs/pe.py:size=tiny", f"--workdir={tmp_path / 'run'}",
        "--config.train.steps=40", "--config.train.log_every=10",
        "--config.eval.per_length=0", "--config.data.num_workers=0"],
