@@ -200,7 +200,6 @@ def test_a_cpu_process_counts_no_accelerators():
   assert workers.local_accelerators() == 0
 
 
-
 def test_cli_without_workdir_or_with_an_unknown_pe_says_so(tmp_path):
   missing = training_testing.run("nupa_jax.train", ["--config=configs/pe.py:size=tiny"],
                                  check=False)
