@@ -17,7 +17,7 @@ RFCOT_RECIPE = "tokenizer=digits,context=4096,samples=82176,per_length=20,cells=
 
 
 @pytest.mark.parametrize("experiment, runs, expected", [
-    ("generalist", 1, ["configs/mixed.py:size=100m,samples=16000000,per_length=100,scoring=paper,"
+    ("generalist", 1, ["configs/mixed.py:size=100m,samples=14000000,per_length=100,scoring=paper,"
                        "eval_every=0",
                        "--config.data.num_workers=32"]),
     ("rfcot", 2, [f"{RFCOT_RECIPE},answer=rfcot", f"{RFCOT_RECIPE},answer=direct"]),
