@@ -36,6 +36,25 @@ class _EventFiles:
     del location  # buckets have no directories to create
 
 
+def _tensorboardx():
+  """tensorboardX's `SummaryWriter` and `record_writer`, imported without torch.
+
+  tensorboardX's writer imports torch, where it is installed, only to accept torch tensors,
+  which no run passes; that import alone takes seconds of every run's start-up. While
+  `sys.modules["torch"]` is None, `import torch` fails as if torch were absent, and
+  tensorboardX falls back to NumPy. A torch already imported is left as it is."""
+  block = "torch" not in sys.modules
+  if block:
+    sys.modules["torch"] = None
+  try:
+    import tensorboardX  # pylint: disable=g-import-not-at-top
+    from tensorboardX import record_writer  # pylint: disable=g-import-not-at-top
+  finally:
+    if block:
+      del sys.modules["torch"]
+  return tensorboardX.SummaryWriter, record_writer
+
+
 class MetricWriter:
   """JSONL + TensorBoard scalars for one workdir."""
 
@@ -49,10 +68,9 @@ class MetricWriter:
 
   def _tensorboard(self):
     if self._tb is None:
-      # imported lazily: ~1 s, not needed by tests
-      from tensorboardX import SummaryWriter, record_writer
+      summary_writer, record_writer = _tensorboardx()
       record_writer.register_writer_factory("gs", _EventFiles())
-      self._tb = SummaryWriter(os.fspath(self.path.parent / "tensorboard"))
+      self._tb = summary_writer(os.fspath(self.path.parent / "tensorboard"))
     return self._tb
 
   def _line(self, record: dict) -> None:

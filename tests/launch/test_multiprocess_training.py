@@ -169,9 +169,11 @@ def test_a_signal_stops_both_processes_with_a_checkpoint_and_the_rerun_resumes_e
     pytest.skip(reason)
   steps = 40  # long enough to be stopped mid-way
   stop_flags = tuple(f for f in MICRO_4_DEVICES if not f.startswith(
-      ("--config.train.steps=", "--config.checkpoint.every=", "--config.train.log_every="))) + (
+      ("--config.train.steps=", "--config.checkpoint.every=", "--config.train.log_every=",
+       "--config.eval.per_length="))) + (
           f"--config.train.steps={steps}", "--config.checkpoint.every=1000",
-          f"--config.train.log_every={per_call}", f"--config.train.steps_per_call={per_call}")
+          f"--config.train.log_every={per_call}", f"--config.train.steps_per_call={per_call}",
+          "--config.eval.per_length=0")  # the losses are compared: no test-set evaluation
   start = lambda workdir: _start(workdir, 2, 4, stop_flags, fast_compile=True)
   reference, stopped = tmp_path / "reference", tmp_path / "stopped"
   uninterrupted, run = start(reference), start(stopped)

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
@@ -59,17 +61,28 @@ def test_index_names_each_instruction_by_its_kernel_name_with_op_scope_and_sourc
   assert hlo_index.kernel_key("gemm_fusion_dot.172") == "gemm_fusion_dot_172"
 
 
-def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
-  """The base step, a model-override variant and every variant with XLA compiler options (XLA
-  rejects an option it does not know at compile time, so each must compile; on CPU the
-  GPU-only ones are then ignored, and the first-step parity checks the model overrides, the
-  optimizer state split over the two devices and the parameters split over them), then the
-  profile of the fastest."""
+def test_every_variants_compiler_options_are_known_to_xla():
+  """XLA rejects an option it does not know when it compiles (the GPU-only ones are then
+  ignored on CPU): each variant's options compile a small program, and a misspelt one fails."""
   import benchmark_step_variants  # pylint: disable=g-import-not-at-top  (not a package)
-  options = [name for name, variant in benchmark_step_variants.VARIANTS.items()
-             if variant.compiler_options]
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  lowered = jax.jit(lambda x: x @ x.T).lower(jnp.ones((4, 4)))
+  options = {name: dict(variant.compiler_options)
+             for name, variant in benchmark_step_variants.VARIANTS.items()
+             if variant.compiler_options}
   assert len(options) >= 4
-  names = ["base", "fused_split", *options]
+  for name, compiler_options in options.items():
+    lowered.compile(compiler_options=compiler_options)  # raises on an unknown option
+  with pytest.raises(Exception, match="No such compile option"):
+    lowered.compile(compiler_options={"xla_gpu_enable_trition_gemm": False})
+
+
+def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
+  """The base step, model-override variants, a variant with XLA compiler options, the
+  optimizer state split over the two devices and the parameters split over them: first-step
+  parity with the base step, timings, then the profile of the fastest."""
+  names = ["base", "fused_split", "no_triton_gemm", "zero1", "fsdp"]
   env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", PYTHON=sys.executable,
              XLA_FLAGS="--xla_backend_optimization_level=0 "
              "--xla_force_host_platform_device_count=2", SIZE="tiny", BATCHES="32",

@@ -1,6 +1,9 @@
 """train_metrics.jsonl: line-flushed records, resume truncation, events; the console line."""
 import io
 import json
+import subprocess
+import sys
+import textwrap
 
 from nupa_jax.training import writers
 
@@ -55,3 +58,39 @@ def test_progress_line_shows_eta():
   quiet = io.StringIO()
   writers.Progress(10, enabled=False, stream=quiet).print("hidden")
   assert quiet.getvalue() == ""
+
+
+def _tfrecords(path):
+  """The records of a TFRecord file: each a length (8 bytes), its CRC (4), the data, its CRC."""
+  data, records_, at = path.read_bytes(), [], 0
+  while at < len(data):
+    length = int.from_bytes(data[at:at + 8], "little")
+    records_.append(data[at + 12:at + 12 + length])
+    at += 12 + length + 4
+  return records_
+
+
+def test_tensorboard_scalars_are_written_without_importing_torch(tmp_path):
+  """The event file holds each numeric field as a scalar at its step; writing it imports no
+  torch (seconds of a run's start-up), yet leaves torch importable afterwards."""
+  script = textwrap.dedent(f"""
+      import importlib.util, sys
+      from nupa_jax.training import writers
+      writer = writers.MetricWriter({str(tmp_path)!r})
+      writer.write({{"step": 3, "loss": 1.5, "note": "text"}})
+      writer.scalars("eval", 3, {{"val_loss": 0.25}})
+      writer.close()
+      print("torch" in sys.modules, importlib.util.find_spec("torch") is not None)
+      """)
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split() == ["False", "True"]
+  from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
+  (events_file,) = (tmp_path / "tensorboard").iterdir()
+  scalars = {}
+  for record in _tfrecords(events_file):
+    event = event_pb2.Event.FromString(record)
+    for value in event.summary.value:
+      scalars[value.tag] = (event.step, value.simple_value)
+  assert scalars == {"train/loss": (3, 1.5), "eval/val_loss": (3, 0.25)}
