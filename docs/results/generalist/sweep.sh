@@ -4,8 +4,8 @@
 # excluded), scored with the rules of the paper's well-learned digit tables (scoring=paper) at
 # 100 test questions per task and length. Budget: SAMPLES (default 1.4x10^7, twice the largest
 # run so far and 28 % of Llama-8B-ft's ~5x10^7) in one run over all GPUs of a 4-GPU host:
-# ~17 minutes at an estimated 13.6k samples/s (4,270 on one H200 and 7,618 on two were
-# measured; the 4-GPU rate is not), then ~3 minutes of evaluation. PE, format and tokenizer: the 100m preset's
+# ~17 minutes at 13.7k samples/s (measured on 4 H200s; 4,270 on one, 7,618 on two), then ~3
+# minutes of evaluation. PE, format and tokenizer: the 100m preset's
 # RoPE, plain format, one-digit tokens (README says why). NUM_WORKERS: grain workers (default
 # 32: the mixture of 53 generators is slower to draw than integer addition alone).
 #
