@@ -79,12 +79,26 @@ def _tail(path: pathlib.Path, chars: int = 4000) -> str:
   return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
-def _last_step(workdir: pathlib.Path) -> str:
-  """How far a run got, from its train_metrics.jsonl: its last logged step, or that it
-  logged none."""
+def _progress(workdir: pathlib.Path) -> str:
+  """How far a run got, from its train_metrics.jsonl: its last logged step and, once it has
+  logged two intervals, its steady samples/s so far (a command stopped after its last step,
+  in its final validation or checkpoint, still gives its rate); or that it logged none."""
   path = workdir / writers.METRICS_FILE
-  lines = path.read_text().splitlines() if path.exists() else []
-  return f"step {json.loads(lines[-1]).get('step')}" if lines else "no step logged"
+  records = []
+  for line in path.read_text().splitlines() if path.exists() else []:
+    try:
+      records.append(json.loads(line))
+    except json.JSONDecodeError:  # a line torn by the stop
+      pass
+  if not records:
+    return "no step logged"
+  text = f"step {records[-1].get('step')}"
+  try:
+    rate = steady_throughput(records)
+  except ValueError:  # fewer than two intervals
+    return text
+  return (f"{text}; {rate['samples_per_s']:,d} samples/s after the first log, data wait "
+          f"{rate['data_wait_fraction']:.0%}")
 
 
 def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
@@ -110,11 +124,11 @@ def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
         process.kill()
         process.wait()
       raise SystemExit(f"the training command did not finish in --timeout={args.timeout:g} s "
-                       f"({_last_step(workdir)}); its output ends:\n{_tail(log)}") from None
+                       f"({_progress(workdir)}); its output ends:\n{_tail(log)}") from None
   wall_s = time.perf_counter() - start
   if returncode:
     raise SystemExit(f"the training command failed with status {returncode} "
-                     f"({_last_step(workdir)}); its output ends:\n{_tail(log)}")
+                     f"({_progress(workdir)}); its output ends:\n{_tail(log)}")
   lines = (workdir / writers.METRICS_FILE).read_text().splitlines()
   ran = json.loads((workdir / trainer.CONFIG_FILE).read_text())["train"]  # as resolved
   return {"impl": "train_command", "steps": args.steps, "log_every": args.log_every,
@@ -142,7 +156,8 @@ def main(argv=None) -> int:
                       help="config override for both, repeatable: --override data.num_workers=8")
   parser.add_argument("--timeout", type=float, default=0,
                       help="seconds the command may run before it is stopped and the script "
-                      "fails with how far it got and the end of its output (0: no limit)")
+                      "fails with how far it got (its rate so far, once it logged two "
+                      "intervals) and the end of its output (0: no limit)")
   args = parser.parse_args(argv)
 
   if args.workdir and pathlib.Path(args.workdir).exists():

@@ -109,3 +109,24 @@ def test_a_failed_command_is_reported_with_how_far_it_got(tmp_path, monkeypatch)
     module.time_command(args, "unused", workdir)
   assert "failed with status 3 (step 5)" in str(stop.value)
   assert "out of memory" in str(stop.value)
+
+
+def test_a_stopped_command_that_logged_two_intervals_reports_its_rate_so_far(tmp_path,
+                                                                            monkeypatch):
+  """Stopped after its last step (in its final validation, say), the command's steady rate is
+  still in the message: 80 samples in 80 / 40 = 2 s after the first log, 40 samples/s, a
+  quarter of it waiting for data."""
+  module = _module()
+  workdir = tmp_path / "run"
+  workdir.mkdir()
+  (workdir / "train_metrics.jsonl").write_text(
+      '{"step": 5, "samples_seen": 80, "samples_per_s": 10.0, "data_wait_fraction": 0.5}\n'
+      '{"step": 10, "samples_seen": 160, "samples_per_s": 40.0, "data_wait_fraction": 0.25}\n'
+      '{"step": 10, "samp')  # torn by the stop
+  args = _stand_in(module, monkeypatch, "import time; time.sleep(120)")
+  args.timeout = 2
+  with pytest.raises(SystemExit) as stop:
+    module.time_command(args, "unused", workdir)
+  assert ("did not finish in --timeout=2 s (step 10; 40 samples/s after the first log, "
+          "data wait 25%)") in str(stop.value)
+
