@@ -79,17 +79,24 @@ def _tail(path: pathlib.Path, chars: int = 4000) -> str:
   return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
-def _progress(workdir: pathlib.Path) -> str:
-  """How far a run got, from its train_metrics.jsonl: its last logged step and, once it has
-  logged two intervals, its steady samples/s so far (a command stopped after its last step,
-  in its final validation or checkpoint, still gives its rate); or that it logged none."""
+def _records(workdir: pathlib.Path) -> list[dict]:
+  """The run's train_metrics.jsonl records (none before its first log), less a last line
+  torn by a stop."""
   path = workdir / writers.METRICS_FILE
   records = []
   for line in path.read_text().splitlines() if path.exists() else []:
     try:
       records.append(json.loads(line))
-    except json.JSONDecodeError:  # a line torn by the stop
+    except json.JSONDecodeError:
       pass
+  return records
+
+
+def _progress(workdir: pathlib.Path) -> str:
+  """How far a run got: its last logged step and, once it has logged two intervals, its
+  steady samples/s so far (a command stopped after its last step, in its final validation or
+  checkpoint, still gives its rate); or that it logged none."""
+  records = _records(workdir)
   if not records:
     return "no step logged"
   text = f"step {records[-1].get('step')}"
@@ -129,11 +136,10 @@ def time_command(args, spec: str, workdir: pathlib.Path) -> dict:
   if returncode:
     raise SystemExit(f"the training command failed with status {returncode} "
                      f"({_progress(workdir)}); its output ends:\n{_tail(log)}")
-  lines = (workdir / writers.METRICS_FILE).read_text().splitlines()
   ran = json.loads((workdir / trainer.CONFIG_FILE).read_text())["train"]  # as resolved
   return {"impl": "train_command", "steps": args.steps, "log_every": args.log_every,
           "steps_per_call": ran["steps_per_call"], "wall_s": round(wall_s, 1),
-          **steady_throughput([json.loads(x) for x in lines])}
+          **steady_throughput(_records(workdir))}
 
 
 def main(argv=None) -> int:

@@ -129,4 +129,3 @@ def test_a_stopped_command_that_logged_two_intervals_reports_its_rate_so_far(tmp
     module.time_command(args, "unused", workdir)
   assert ("did not finish in --timeout=2 s (step 10; 40 samples/s after the first log, "
           "data wait 25%)") in str(stop.value)
-
