@@ -36,7 +36,9 @@ Arguments (defaults: the paper's protocol; each protocol factor can be flipped o
   code's: one sample a row, the right-padding to the batch's longest sample kept in the loss);
 - `decoding`: `sampled` or `greedy`;
 - `lr`: learning rate (0 = the paper's 5e-5); `samples`: training samples (0 = the table's
-  budget); `reverse`, `pad`, `hints`: the number format (configs/formats.py);
+  budget); `batch`: samples a step (0 = the paper's 256), the steps following from `samples`:
+  the official code's batch is per device (its default 64), so a run's global batch depends
+  on how many GPUs ran it; `reverse`, `pad`, `hints`: the number format (configs/formats.py);
 - `random_positions`: 0 (off), or N: each training sample's position ids a sorted random
   draw from [0, N), the official code's `random_position` option (its value: 1024), for a PE
   that has the option (rope, absolute, fire);
@@ -51,6 +53,7 @@ MAX_DIGITS = 8  # every table trains on 1-8 digits
 SAMPLES_PER_LENGTH = 10**7
 PAPER_LR = 5e-5
 PAPER_WARMUP = 500
+PAPER_BATCH = 256
 
 # Distinct questions of each length that this project's generators can draw, where there are
 # fewer than SAMPLES_PER_LENGTH (every other length of 1-8 has more). Integers: the shorter
@@ -103,7 +106,7 @@ def full_budget(task: str) -> int:
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, table="small_dataset_full", task="add_int", pe="rope", seed=0,
                          mix="paper", warmup=PAPER_WARMUP, objective="answers",
-                         decoding="sampled", lr=0.0, samples=0, reverse="none", pad=False,
+                         decoding="sampled", lr=0.0, samples=0, batch=0, reverse="none", pad=False,
                          hints=False, size="", random_positions=0)
   table = TABLES[common.choice("table", arg.table, tuple(TABLES))]
   common.choice("mix", arg.mix, MIXES)
@@ -128,7 +131,10 @@ def get_config(arg: str | None = None):
   common.set_objective(config, arg.objective)
 
   samples = arg.samples or table["samples"] or full_budget(arg.task)
+  if arg.batch < 0:
+    raise ValueError(f"batch={arg.batch}: give samples a step (0 = the paper's 256)")
   if arg.size != "tiny":  # the tiny preset keeps its CPU budget: a recipe check, not a result
+    config.train.batch_size = arg.batch or PAPER_BATCH
     config.train.steps = math.ceil(samples / config.train.batch_size)
     config.train.learning_rate = arg.lr or PAPER_LR
     config.train.warmup_steps = arg.warmup

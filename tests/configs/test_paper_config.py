@@ -75,6 +75,9 @@ def test_protocol_factors_each_change_their_own_fields():
   assert (base.data.packing, base.data.loss_on_padding) == ("packed", False)
   assert (official.data.packing, official.data.loss_on_padding) == ("padded", True)
   assert paper.get_config("warmup=0").train.warmup_steps == 0
+  larger = paper.get_config("batch=1024")
+  assert (larger.train.batch_size, larger.train.steps) == (1024, 977)  # ceil(10^6 / 1024)
+  assert (base.train.batch_size, base.train.steps) == (256, 3907)
   formats = paper.get_config("table=rev_vs_pad,reverse=int,pad=true")
   assert dict(formats.text.format) == {"reverse": "int", "pad": True, "index_hints": False}
 
@@ -91,6 +94,7 @@ def test_random_positions_reach_the_pe_and_only_a_pe_that_has_them():
     ("table=rope", "unknown table 'rope'"),
     ("mix=geometric", "unknown mix"),
     ("task=max_int", "needs its counts in DISTINCT_QUESTIONS"),
+    ("batch=-8", "give samples a step"),
 ])
 def test_errors_name_the_fix(arg, message):
   with pytest.raises(ValueError, match=message):
