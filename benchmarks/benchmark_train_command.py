@@ -34,6 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # configs/ and benchmark_train
 import benchmark_train  # noqa: E402  (touches no device until it times)
 from nupa_jax import cli  # noqa: E402
+from nupa_jax.report import loading  # noqa: E402
 from nupa_jax.training import trainer  # noqa: E402
 from nupa_jax.training import writers  # noqa: E402
 
@@ -82,14 +83,7 @@ def _tail(path: pathlib.Path, chars: int = 4000) -> str:
 def _records(workdir: pathlib.Path) -> list[dict]:
   """The run's train_metrics.jsonl records (none before its first log), less a last line
   torn by a stop."""
-  path = workdir / writers.METRICS_FILE
-  records = []
-  for line in path.read_text().splitlines() if path.exists() else []:
-    try:
-      records.append(json.loads(line))
-    except json.JSONDecodeError:
-      pass
-  return records
+  return loading.read_train_log(workdir / writers.METRICS_FILE)
 
 
 def _progress(workdir: pathlib.Path) -> str:
