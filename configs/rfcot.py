@@ -14,6 +14,9 @@ the paper's tab:rfft_max_length; `rfft`: the four of tab:rfft_performance; or na
 `context` (positions a sample may take; the paper dropped samples over 2000 tokens),
 `per_length` (test questions per task and length; every one generates a whole trace),
 `samples` (training samples, rounded up to whole batches; 0 = the preset's steps), `seed`,
+`lr`, `warmup`, `eval_every` and `steps` (configs/common.py BUDGET_ARGS; unset: the size's; a
+short from-scratch schedule needs a larger learning rate than the preset's 5e-5, which the
+paper sized for 312,500 steps; `steps` and `samples` are two ways to say one thing: give one),
 `cells` (`all`: every test length of each task whose trace fits; `table`: only the digit
 cells of tab:rfft_performance, for its tasks), and `answer`: `rfcot`, or `direct` for the
 comparison model of the paper's table, a from-scratch model of the same size trained on the
@@ -50,8 +53,10 @@ def _task_names(spec: str) -> tuple[str, ...]:
 
 def get_config(arg: str | None = None):
   arg = common.parse_arg(arg, model="scratch", tokenizer="char", tasks="table", size="100m",
-                         context=2048, per_length=20, seed=0, samples=0, answer="rfcot",
-                         cells="all")
+                         context=2048, seed=0, samples=0, answer="rfcot",
+                         cells="all", **{**common.BUDGET_ARGS, "per_length": 20})
+  if arg.steps and arg.samples:
+    raise ValueError("give the budget as `samples` or as `steps`, not both")
   common.choice("answer", arg.answer, ANSWERS)
   common.choice("cells", arg.cells, CELLS)
   names = _task_names(arg.tasks)
@@ -63,8 +68,10 @@ def get_config(arg: str | None = None):
       raise ValueError(f"cells=table scores tab:rfft_performance's digit cells, which "
                        f"{', '.join(others)} has none of: use tasks=rfft or some of its tasks")
     config.eval.task_digits = {name: RFFT_CELLS[name] for name in names}
-  config.eval.per_length = arg.per_length
+  common.set_budget(config, arg)
   if arg.samples:
+    if arg.samples < 0:
+      raise ValueError("config argument samples must be >= 0 (0: the size's steps)")
     config.train.steps = math.ceil(arg.samples / config.train.batch_size)
   return config
 

@@ -140,7 +140,7 @@ def _flat(tree: dict, prefix: str = "") -> dict:
   return out
 
 
-@pytest.mark.parametrize("family", ["pe", "formats", "tokenizer", "beyond"])
+@pytest.mark.parametrize("family", ["pe", "formats", "tokenizer", "beyond", "rfcot"])
 def test_budget_arguments_change_the_budget_and_nothing_else(family):
   """A sweep names its budget as config arguments (common.BUDGET_ARGS); unset, the size's."""
   module = importlib.import_module(f"configs.{family}")
@@ -213,3 +213,10 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
     rfcot.get_config("answer=trace")
   with pytest.raises(ValueError, match="leave `model` at scratch"):
     rfcot.get_config("answer=direct,model=/ckpt/llama")
+  # A short schedule's learning rate and warmup, the same for both arms.
+  for answer in ("rfcot", "direct"):
+    short = rfcot.get_config(f"tasks=rfft,samples=179200,lr=3e-4,warmup=70,answer={answer}")
+    assert (short.train.steps, short.train.learning_rate, short.train.warmup_steps) == (
+        700, 3e-4, 70)
+  with pytest.raises(ValueError, match="`samples` or as `steps`, not both"):
+    rfcot.get_config("samples=256,steps=1")

@@ -12,10 +12,11 @@
 #
 #   docs/results/rfcot/sweep.sh SWEEP_DIR [sweep.py flags]
 #
-# ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0), PER_LENGTH the test
+# ARGS adds config arguments to both arms (`ARGS=lr=3e-4,warmup=70`: a short schedule's
+# learning rate). ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0), PER_LENGTH the test
 # questions per task and length (default 20); rerunning skips finished runs.
 set -euo pipefail
 exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-82176},per_length=${PER_LENGTH:-20},cells=table" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-82176},per_length=${PER_LENGTH:-20},cells=table${ARGS:+,$ARGS}" \
   "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
   "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
