@@ -6,17 +6,20 @@
 # the `digits` tokenizer in a 4,096-position context: the paper's 2,000 Llama-3.1 tokens hold
 # far more digits than 2,048 one-digit positions do (README: the context budget table).
 # Both arms are scored at the table's digit cells only (cells=table).
-# Budget: SAMPLES (default 82,176: 321 steps of 256) a run, one run per GPU. The RF-CoT arm
-# trains ~94 samples a second on one H200, so that budget is what one 25-minute job holds with
-# the `direct` arm and both evaluations (README).
+# Budget: SAMPLES (default 179,200: 700 steps of 256) a run at learning rate LR (default 1e-3)
+# with WARMUP steps (default 70), cosine decay to 0: the preset's 5e-5, sized for 312,500
+# steps, left both arms at 0 after 321 steps (`SAMPLES=82176 LR=5e-5 WARMUP=0` repeats that
+# run). The RF-CoT arm trains ~183 samples a second on a pair of H200s
+# (`CUDA_VISIBLE_DEVICES=0,1`), so the default is what one 25-minute job holds with the `direct`
+# arm first and both evaluations (README).
 #
 #   docs/results/rfcot/sweep.sh SWEEP_DIR [sweep.py flags]
 #
-# ARGS adds config arguments to both arms (`ARGS=lr=3e-4,warmup=70`: a short schedule's
-# learning rate). ANSWERS / SEEDS select part of the grid (default rfcot,direct and 0), PER_LENGTH the test
-# questions per task and length (default 20); rerunning skips finished runs.
+# ARGS adds config arguments to both arms. ANSWERS / SEEDS select part of the grid (default
+# rfcot,direct and 0), PER_LENGTH the test questions per task and length (default 20);
+# rerunning skips finished runs.
 set -euo pipefail
 exec "$(dirname "$0")/../local_sweep.sh" \
-  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-82176},per_length=${PER_LENGTH:-20},cells=table${ARGS:+,$ARGS}" \
+  "configs/rfcot.py:tasks=rfft,tokenizer=digits,context=4096,samples=${SAMPLES:-179200},lr=${LR:-1e-3},warmup=${WARMUP:-70},per_length=${PER_LENGTH:-20},cells=table${ARGS:+,$ARGS}" \
   "answer=${ANSWERS:-rfcot,direct};seed=${SEEDS:-0}" \
   "${1:?usage: sweep.sh SWEEP_DIR [sweep.py flags]}" "${@:2}"
