@@ -218,5 +218,6 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
     short = rfcot.get_config(f"tasks=rfft,samples=179200,lr=3e-4,warmup=70,answer={answer}")
     assert (short.train.steps, short.train.learning_rate, short.train.warmup_steps) == (
         700, 3e-4, 70)
+  assert rfcot.get_config("per_length=0").eval.per_length == 0  # a run without test questions
   with pytest.raises(ValueError, match="`samples` or as `steps`, not both"):
     rfcot.get_config("samples=256,steps=1")

@@ -2,6 +2,7 @@
 import glob
 import json
 import pathlib
+import re
 
 import ml_collections
 import pytest
@@ -80,7 +81,7 @@ def test_old_workdirs_read_into_every_section():
     data = data_settings.Settings.from_config(c)
     assert data.seed == raw["data"].get("seed", raw["seed"])
     assert data.batch_size == (raw["data"].get("batch_size") or raw["train"]["batch_size"])
-    rfcot_run = "/rfcot/runs/answer-rfcot_" in path  # the one RF-CoT arm among the results
+    rfcot_run = re.search(r"/rfcot/runs/lr-[^/]*_answer-rfcot_", path) is not None
     assert runmode.resolve(c).name == ("rfcot" if rfcot_run else "digits") + "/scratch"
 
 
