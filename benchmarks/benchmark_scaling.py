@@ -73,8 +73,9 @@ def command(mode: str, gpus: int, platform: str, flags: list[str]) -> tuple[list
     return [str(ROOT / "launch" / "local.sh"), "-n", str(gpus), "-d", "1", "-p", platform,
             "--", *flags], dict(env, PYTHON=sys.executable)
   if platform == "cpu":
-    env.update(JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"--xla_force_host_platform_device_count={gpus}")
+    flags_given = env.get("XLA_FLAGS", "")  # kept: the fake devices are added to them
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"{flags_given} "
+               f"--xla_force_host_platform_device_count={gpus}".strip())
   else:
     env["CUDA_VISIBLE_DEVICES"] = ",".join(first_gpus(gpus, env.get("CUDA_VISIBLE_DEVICES")))
   return [sys.executable, "-m", "nupa_jax.train", *flags], env

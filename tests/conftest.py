@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: the official NUPA questions, read from NUPA_OFFICIAL_DATA.
+"""Shared pytest set-up: CPU compiles without LLVM's optimisations, and the official NUPA
+questions, read from NUPA_OFFICIAL_DATA.
 
 The official question file (docs/official_data.md) is not part of the repository; point
 NUPA_OFFICIAL_DATA at a copy of it to run the conformance tests, which skip otherwise.
@@ -11,6 +12,14 @@ import pathlib
 import pytest
 
 OFFICIAL_DATA_VARIABLE = "NUPA_OFFICIAL_DATA"
+
+# Every program the tests compile on the CPU, in this process and in the runs it starts, skips
+# LLVM's optimisations: they roughly double compile times, which dominate the suite, and no
+# test checks a value they change (XLA's own HLO passes still run). Set here, before jax is
+# imported; an optimisation level given in XLA_FLAGS is kept.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+  os.environ["XLA_FLAGS"] = " ".join(
+      filter(None, (os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0")))
 
 
 @pytest.fixture(scope="session")

@@ -43,3 +43,15 @@ def test_gpu_runs_take_the_first_visible_gpus():
   assert benchmark_scaling.first_gpus(2, "2, 3") == ["2", "3"]
   with pytest.raises(SystemExit, match="lists 1"):
     benchmark_scaling.first_gpus(2, "3")
+
+
+def test_cpu_runs_add_their_fake_devices_to_the_xla_flags_given(monkeypatch):
+  sys.path.insert(0, str(ROOT / "benchmarks"))
+  import benchmark_scaling  # pylint: disable=g-import-not-at-top  (not a package)
+  monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+  _, env = benchmark_scaling.command("process", 2, "cpu", [])
+  assert env["XLA_FLAGS"] == ("--xla_backend_optimization_level=0 "
+                              "--xla_force_host_platform_device_count=2")
+  monkeypatch.delenv("XLA_FLAGS")
+  _, env = benchmark_scaling.command("process", 4, "cpu", [])
+  assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
