@@ -68,8 +68,8 @@ def get_config(arg: str | None = None):
       raise ValueError(f"cells=table scores tab:rfft_performance's digit cells, which "
                        f"{', '.join(others)} has none of: use tasks=rfft or some of its tasks")
     config.eval.task_digits = {name: RFFT_CELLS[name] for name in names}
-  common.set_budget(config, arg)
-  config.eval.per_length = arg.per_length  # 0 here means no test questions, not the size's
+  common.set_budget(config, arg)  # steps, lr, warmup, eval_every; per_length differs here:
+  config.eval.per_length = arg.per_length  # 0 means no test questions, not the size's
   if arg.samples:
     if arg.samples < 0:
       raise ValueError("config argument samples must be >= 0 (0: the size's steps)")

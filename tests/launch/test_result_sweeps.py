@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 
 
-RFCOT_RECIPE = "tokenizer=digits,context=4096,samples=179200,lr=1e-3,warmup=70,per_length=20,cells=table"
+RFCOT_RECIPE = ("tokenizer=digits,context=4096,samples=179200,lr=1e-3,warmup=70,per_length=20,"
+                "cells=table")
 
 
 @pytest.mark.parametrize("experiment, runs, expected", [
