@@ -106,7 +106,7 @@ def rows(paper: dict, run_patterns: list[str], table: str = MAIN_TABLE,
     for metric in LEVEL_METRICS:
       values = [_our_value(r, f, task, metric, spec["scored_metric"], required)
                 for r, f in zip(results, files)]
-      ours = versus.ours(runs, values)
+      ours = versus.ours(runs, values, evaluation)
       for model in models or spec["models"]:
         paper_value = None if task in flagged else spec["values"][metric][model][task]
         out.append({"paper_table": table, "setting": model, "task": task, "digits": "",

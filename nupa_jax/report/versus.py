@@ -14,8 +14,10 @@ The spec is a JSON list of rows, each naming the paper's cell and the runs that 
 without patterns; `paper`: null where the paper gives no number). Each CSV row has the columns of `COLUMNS`: `ours_mean` / `ours_std`
 are the mean and sample standard deviation (empty for one run) of the runs'
 `eval/latest.json[task]["per_digit"][digits][metric]`, `seeds` the number of distinct seeds,
-`samples_per_run` the `samples_seen` of each run's last `train_metrics.jsonl` line (`;`-joined
-if they differ), `runs` the run folders. `--evaluation` reads another results file of each run
+`samples_per_run` the samples each run had seen when the scored checkpoint was saved (the
+results file's `_meta.samples_seen`, else the `samples_seen` of the run's last
+`train_metrics.jsonl` line; `;`-joined if they differ: a run a deadline stopped between two
+log lines is scored after more samples than its log's last line), `runs` the run folders. `--evaluation` reads another results file of each run
 (the first match of the pattern inside it, e.g. a greedy re-evaluation) instead of
 `eval/latest.json`. A run without the cell is an error: a row never averages fewer runs than it
 names. The one exception is a cell whose every test question was over the run's context (an
@@ -75,7 +77,12 @@ def results_file(run: str, evaluation: str | None) -> paths.Path:
   return matches[0]
 
 
-def _last_samples_seen(run: str) -> int | None:
+def _samples_seen(run: str, evaluation: str | None) -> int | None:
+  """The samples behind the run's scored results: its results file's own count, else the
+  training log's last."""
+  scored = json.loads(results_file(run, evaluation).read_text()).get("_meta", {})
+  if "samples_seen" in scored:
+    return int(scored["samples_seen"])
   records = loading.read_train_log(paths.path(run) / "train_metrics.jsonl")
   return next((int(r["samples_seen"]) for r in reversed(records) if "samples_seen" in r), None)
 
@@ -104,15 +111,15 @@ def _evaluated(run: str, task: str, digits: int) -> bool:
       task, evaluation.get("digits", eval_settings.Eval.digits), evaluation.get("task_digits"))
 
 
-def ours(runs: list[str], values: list[float | None]) -> dict:
+def ours(runs: list[str], values: list[float | None], evaluation: str | None = None) -> dict:
   """The columns of a row that describe our runs, from one value per run (all None: the cell
-  was over every run's context)."""
+  was over every run's context) read from each run's results file (`results_file`)."""
   if None in values and set(values) != {None}:
     over = [r for r, v in zip(runs, values) if v is None]
     raise SpecError(f"the cell was over the context in {', '.join(over)} but not in the "
                     "other runs; a row compares runs that scored the same questions")
   seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
-  samples = list(dict.fromkeys(_last_samples_seen(r) for r in runs))
+  samples = list(dict.fromkeys(_samples_seen(r, evaluation) for r in runs))
   scored = None not in values
   return {
       "ours_mean": f"{statistics.fmean(values):.6f}" if scored else "",
@@ -142,7 +149,7 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
   return {
       "paper_table": spec["paper_table"], "setting": spec["setting"], "task": spec["task"],
       "digits": str(spec["digits"]), "metric": spec["metric"],
-      "paper": paper_text(spec.get("paper")), **ours(runs, values),
+      "paper": paper_text(spec.get("paper")), **ours(runs, values, evaluation),
   }
 
 

@@ -58,6 +58,16 @@ def test_one_run_has_no_deviation_and_budgets_that_differ_are_listed(tmp_path):
   assert versus.row({**SPEC, "runs": [str(tmp_path / "a")]})["ours_std"] == ""
 
 
+
+def test_a_run_stopped_between_log_lines_counts_the_samples_of_its_scored_checkpoint(tmp_path):
+  run = _run(tmp_path, "cut", 0, 0.5, 153600)  # the log's last line: step 600 of 256
+  results = json.loads((run / "eval" / "latest.json").read_text())
+  results["_meta"] = {"samples_seen": 175104, "step": 684}  # stopped and scored at step 684
+  (run / "eval" / "latest.json").write_text(json.dumps(results))
+  _run(tmp_path, "whole", 1, 0.5, 179200)  # no count in its results: the log's is taken
+  row = versus.row({**SPEC, "runs": [str(run), str(tmp_path / "whole")]})
+  assert row["samples_per_run"] == "175104;179200"
+
 @pytest.mark.parametrize("change, message", [
     ({"runs": ["nowhere-*"]}, "no run folder matches"),
     ({"digits": 9}, "has no add_int / 9 digits / digit_match"),
