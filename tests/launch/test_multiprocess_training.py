@@ -59,8 +59,14 @@ def _skip_reason() -> str | None:
 
 def _start(workdir: pathlib.Path, processes: int, devices: int, flags: tuple[str, ...],
            fast_compile: bool, module: str = "nupa_jax.train") -> subprocess.Popen:
+  """`launch/local.sh` running `module` as `processes` processes. The runs of one test share
+  compiled programs through the persistent compilation cache beside their workdirs, so that a
+  rerun or resume does not compile again what an earlier run of the test compiled."""
   path = [str(ROOT), str(pathlib.Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]
-  env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(filter(None, path)))
+  env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(filter(None, path)),
+             JAX_COMPILATION_CACHE_DIR=str(workdir.parent / "jax_cache"),
+             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+             JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
   env.pop("XLA_FLAGS", None)
   if fast_compile:
     env["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
