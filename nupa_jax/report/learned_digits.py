@@ -99,6 +99,7 @@ def rows(paper: dict, run_patterns: list[str], table: str = MAIN_TABLE,
   runs = versus.run_folders(run_patterns, table)
   files = [versus.results_file(r, evaluation) for r in runs]
   results = [loading.read_json(f) for f in files]
+  samples = [versus.samples_seen(r, f) for r, f in zip(results, files)]
   required = _required_rules(paper, spec["scored_metric"])
   flagged = flagged_tasks(paper, table)
   out = []
@@ -106,7 +107,7 @@ def rows(paper: dict, run_patterns: list[str], table: str = MAIN_TABLE,
     for metric in LEVEL_METRICS:
       values = [_our_value(r, f, task, metric, spec["scored_metric"], required)
                 for r, f in zip(results, files)]
-      ours = versus.ours(runs, values, evaluation)
+      ours = versus.ours(runs, values, samples)
       for model in models or spec["models"]:
         paper_value = None if task in flagged else spec["values"][metric][model][task]
         out.append({"paper_table": table, "setting": model, "task": task, "digits": "",

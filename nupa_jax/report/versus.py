@@ -11,21 +11,21 @@ The spec is a JSON list of rows, each naming the paper's cell and the runs that 
      "runs": ["docs/results/small_dataset/runs/task-add_int_pe-rope_seed-*"]}
 
 (`runs`: folders or glob patterns, relative to the current directory, or `gs://` run folders
-without patterns; `paper`: null where the paper gives no number). Each CSV row has the columns of `COLUMNS`: `ours_mean` / `ours_std`
-are the mean and sample standard deviation (empty for one run) of the runs'
-`eval/latest.json[task]["per_digit"][digits][metric]`, `seeds` the number of distinct seeds,
-`samples_per_run` the samples each run had seen when the scored checkpoint was saved (the
-results file's `_meta.samples_seen`, else the `samples_seen` of the run's last
-`train_metrics.jsonl` line; `;`-joined if they differ: a run a deadline stopped between two
-log lines is scored after more samples than its log's last line), `runs` the run folders. `--evaluation` reads another results file of each run
-(the first match of the pattern inside it, e.g. a greedy re-evaluation) instead of
-`eval/latest.json`. A run without the cell is an error: a row never averages fewer runs than it
-names. The one exception is a cell whose every test question was over the run's context (an
-RF-CoT trace that does not fit, the paper's "–"): the results file then lacks the length (or
-the whole task) though the length is inside the run's evaluated range
-(`config.eval.task_digits[task]`, else `config.eval.digits`), and counts the task under
-`_meta.skipped_over_context`; where that holds for every run the row's `ours_mean` and
-`ours_std` are empty.
+without patterns; `paper`: null where the paper gives no number). Each CSV row has the columns
+of `COLUMNS`: `ours_mean` / `ours_std` are the mean and sample standard deviation (empty for
+one run) of the runs' `eval/latest.json[task]["per_digit"][digits][metric]`, `seeds` the
+number of distinct seeds, `samples_per_run` the samples each run had seen at the checkpoint
+its results file scores (`_meta.samples_seen`, `;`-joined where the runs differ; not the
+training log's last line, which a stop checkpoint saved between two log lines, or a
+re-evaluation of an earlier checkpoint, does not match), `runs` the run folders.
+`--evaluation` reads another results file of each run (the first match of the pattern inside
+it, e.g. a greedy re-evaluation) instead of `eval/latest.json`. A run without the cell is an
+error: a row never averages fewer runs than it names. The one exception is a cell whose every
+test question was over the run's context (an RF-CoT trace that does not fit, the paper's "–"):
+the results file then lacks the length (or the whole task) though the length is inside the
+run's evaluated range (`config.eval.task_digits[task]`, else `config.eval.digits`), and counts
+the task under `_meta.skipped_over_context`; where that holds for every run the row's
+`ours_mean` and `ours_std` are empty.
 """
 from __future__ import annotations
 
@@ -77,21 +77,21 @@ def results_file(run: str, evaluation: str | None) -> paths.Path:
   return matches[0]
 
 
-def _samples_seen(run: str, evaluation: str | None) -> int | None:
-  """The samples behind the run's scored results: its results file's own count, else the
-  training log's last."""
-  scored = json.loads(results_file(run, evaluation).read_text()).get("_meta", {})
-  if "samples_seen" in scored:
-    return int(scored["samples_seen"])
-  records = loading.read_train_log(paths.path(run) / "train_metrics.jsonl")
-  return next((int(r["samples_seen"]) for r in reversed(records) if "samples_seen" in r), None)
+def samples_seen(results: dict, path: paths.Path) -> int:
+  """The samples behind a results file's numbers: the count of the checkpoint it scored, which
+  the trainer and `nupa_jax.evaluate` both record (the training log's last line can be another
+  checkpoint's)."""
+  seen = results.get("_meta", {}).get("samples_seen")
+  if seen is None:
+    raise SpecError(f"{path} has no _meta.samples_seen: evaluate the checkpoint again with "
+                    "python -m nupa_jax.evaluate, which records it")
+  return int(seen)
 
 
-def _value(run: str, task: str, digits: int, metric: str,
-           evaluation: str | None) -> float | None:
-  """The run's number for the cell; None where every question of it was over the context."""
-  path = results_file(run, evaluation)
-  results = json.loads(path.read_text())
+def _value(run: str, results: dict, path: paths.Path, task: str, digits: int,
+           metric: str) -> float | None:
+  """The run's number for the cell, from its results file (`results`, read from `path`); None
+  where every question of the cell was over the context."""
   per_digit = results.get(task, {}).get("per_digit", {})
   if (str(digits) not in per_digit and _evaluated(run, task, digits)
       and task in results.get("_meta", {}).get("skipped_over_context", {})):
@@ -111,15 +111,15 @@ def _evaluated(run: str, task: str, digits: int) -> bool:
       task, evaluation.get("digits", eval_settings.Eval.digits), evaluation.get("task_digits"))
 
 
-def ours(runs: list[str], values: list[float | None], evaluation: str | None = None) -> dict:
+def ours(runs: list[str], values: list[float | None], samples: list[int]) -> dict:
   """The columns of a row that describe our runs, from one value per run (all None: the cell
-  was over every run's context) read from each run's results file (`results_file`)."""
+  was over every run's context) and the samples behind each (`samples_seen`)."""
   if None in values and set(values) != {None}:
     over = [r for r, v in zip(runs, values) if v is None]
     raise SpecError(f"the cell was over the context in {', '.join(over)} but not in the "
                     "other runs; a row compares runs that scored the same questions")
   seeds = {json.loads((paths.path(r) / "config.json").read_text()).get("seed") for r in runs}
-  samples = list(dict.fromkeys(_samples_seen(r, evaluation) for r in runs))
+  samples = list(dict.fromkeys(samples))
   scored = None not in values
   return {
       "ours_mean": f"{statistics.fmean(values):.6f}" if scored else "",
@@ -144,12 +144,15 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
   if spec["metric"] not in METRICS:
     raise SpecError(f"{where}: unknown metric {spec['metric']!r}; known: {', '.join(METRICS)}")
   runs = run_folders(list(spec["runs"]), where)
-  values = [_value(r, spec["task"], int(spec["digits"]), spec["metric"], evaluation)
-            for r in runs]
+  files = [results_file(r, evaluation) for r in runs]
+  results = [json.loads(f.read_text()) for f in files]
+  values = [_value(r, res, f, spec["task"], int(spec["digits"]), spec["metric"])
+            for r, res, f in zip(runs, results, files)]
+  samples = [samples_seen(res, f) for res, f in zip(results, files)]
   return {
       "paper_table": spec["paper_table"], "setting": spec["setting"], "task": spec["task"],
       "digits": str(spec["digits"]), "metric": spec["metric"],
-      "paper": paper_text(spec.get("paper")), **ours(runs, values, evaluation),
+      "paper": paper_text(spec.get("paper")), **ours(runs, values, samples),
   }
 
 

@@ -36,14 +36,18 @@ def _summary(curve, max_digits, rule="official"):
 
 
 def _run(root, name, seed, add_int_curve, rule="official"):
-  """A run folder whose eval/latest.json holds add_int and max_int summaries."""
+  """A run folder whose eval/latest.json holds add_int and max_int summaries of its step-10
+  checkpoint (640 samples; the log's last line is step 9), and a re-evaluation of step 5."""
   run = root / name
-  (run / "eval").mkdir(parents=True)
+  (run / "eval" / "evaluations").mkdir(parents=True)
   (run / "config.json").write_text(json.dumps({"seed": seed}))
-  (run / "train_metrics.jsonl").write_text(json.dumps({"step": 9, "samples_seen": 512}) + "\n")
+  (run / "train_metrics.jsonl").write_text(json.dumps({"step": 9, "samples_seen": 576}) + "\n")
   results = {"add_int": _summary(add_int_curve, 20, rule),
-             "max_int": _summary({5: 1.0, 6: 0.0, 7: 0.95}, 100, rule), "_meta": {"step": 9}}
-  (run / "eval" / "latest.json").write_text(json.dumps(results))
+             "max_int": _summary({5: 1.0, 6: 0.0, 7: 0.95}, 100, rule)}
+  (run / "eval" / "latest.json").write_text(
+      json.dumps({**results, "_meta": {"step": 10, "samples_seen": 640}}))
+  (run / "eval" / "evaluations" / "step_5_greedy_20q.json").write_text(
+      json.dumps({**results, "_meta": {"step": 5, "samples_seen": 320}}))
   return run
 
 
@@ -59,7 +63,7 @@ def test_rows_average_the_runs_digits_beside_each_paper_model(tmp_path):
   assert wld["paper_table"] == "tab:well_learned_digit" and wld["digits"] == ""
   assert wld["paper"] == "5" and wld["ours_mean"] == "4.500000"  # (6 + 3) / 2
   assert wld["ours_std"] == "2.121320"  # sample deviation of 6 and 3
-  assert wld["seeds"] == "2" and wld["samples_per_run"] == "512"
+  assert wld["seeds"] == "2" and wld["samples_per_run"] == "640"  # the scored checkpoint's
   assert wld["runs"] == f"{tmp_path / 'seed-0'};{tmp_path / 'seed-1'}"
   ppd = by_key["Qwen2-72B", "add_int", "performance_preserving_digits"]
   assert ppd["paper"] == "20" and ppd["ours_mean"] == "5.500000"  # (8 + 3) / 2
@@ -68,6 +72,9 @@ def test_rows_average_the_runs_digits_beside_each_paper_model(tmp_path):
   assert flagged["paper"] == "" and flagged["ours_mean"] == "7.000000"  # 5 and 7 pass, 6 not
   assert learned_digits.rows(PAPER, [str(tmp_path / "seed-0")], models=["Qwen2-72B"])[0][
       "setting"] == "Qwen2-72B"
+  greedy = learned_digits.rows(PAPER, [str(tmp_path / "seed-*")],
+                               evaluation="eval/evaluations/*_greedy_*.json")
+  assert {r["samples_per_run"] for r in greedy} == {"320"}
 
   out, table = tmp_path / "paper_vs_ours.csv", tmp_path / "table.md"
   assert learned_digits.main(["--paper", str(_paper_file(tmp_path)), "--runs",

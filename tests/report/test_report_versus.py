@@ -12,17 +12,19 @@ PUBLISHED = sorted((ROOT / "docs" / "results").glob("**/versus.json"))
 
 
 def _run(root, name, seed, value, samples, evaluation=None):
+  """A run folder whose eval/latest.json scores a checkpoint of `samples` samples; with
+  `evaluation`, also a re-evaluation of its checkpoint at half as many."""
   run = root / name
   (run / "eval" / "evaluations").mkdir(parents=True)
   (run / "config.json").write_text(json.dumps({"seed": seed}))
   (run / "train_metrics.jsonl").write_text(
-      json.dumps({"step": 1, "samples_seen": 7}) + "\n" + json.dumps({"event": "eval"}) + "\n"
-      + json.dumps({"step": 2, "samples_seen": samples}) + "\n")
-  cell = lambda v: {"add_int": {"per_digit": {"8": {"digit_match": v, "exact_match": 0.0}}}}
-  (run / "eval" / "latest.json").write_text(json.dumps(cell(value)))
+      json.dumps({"step": 1, "samples_seen": 7}) + "\n" + json.dumps({"event": "eval"}) + "\n")
+  cell = lambda v, n: {"add_int": {"per_digit": {"8": {"digit_match": v, "exact_match": 0.0}}},
+                       "_meta": {"samples_seen": n}}
+  (run / "eval" / "latest.json").write_text(json.dumps(cell(value, samples)))
   if evaluation is not None:
-    (run / "eval" / "evaluations" / "step_2_greedy_3q.json").write_text(
-        json.dumps(cell(evaluation)))
+    (run / "eval" / "evaluations" / "step_1_greedy_3q.json").write_text(
+        json.dumps(cell(evaluation, samples // 2)))
   return run
 
 
@@ -39,7 +41,7 @@ def test_rows_average_the_named_runs(tmp_path):
   assert row["runs"].split(";") == [str(tmp_path / f"pe-rope_seed-{s}") for s in range(3)]
   greedy = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
                       evaluation="eval/evaluations/*_greedy_*.json")
-  assert greedy["ours_mean"] == "0.375000"
+  assert greedy["ours_mean"] == "0.375000" and greedy["samples_per_run"] == "128"
 
   out = tmp_path / "out.csv"
   versus.write([row], out)
@@ -59,14 +61,19 @@ def test_one_run_has_no_deviation_and_budgets_that_differ_are_listed(tmp_path):
 
 
 
-def test_a_run_stopped_between_log_lines_counts_the_samples_of_its_scored_checkpoint(tmp_path):
-  run = _run(tmp_path, "cut", 0, 0.5, 153600)  # the log's last line: step 600 of 256
-  results = json.loads((run / "eval" / "latest.json").read_text())
-  results["_meta"] = {"samples_seen": 175104, "step": 684}  # stopped and scored at step 684
-  (run / "eval" / "latest.json").write_text(json.dumps(results))
-  _run(tmp_path, "whole", 1, 0.5, 179200)  # no count in its results: the log's is taken
+def test_the_samples_are_the_scored_checkpoints_not_the_logs_last_line(tmp_path):
+  run = _run(tmp_path, "cut", 0, 0.5, 175104)  # stopped and scored at step 684 of 256
+  with (run / "train_metrics.jsonl").open("a") as log:  # its last line: 153,600 at step 600
+    log.write(json.dumps({"step": 600, "samples_seen": 153600}) + "\n")
+  _run(tmp_path, "whole", 1, 0.5, 179200)
   row = versus.row({**SPEC, "runs": [str(run), str(tmp_path / "whole")]})
   assert row["samples_per_run"] == "175104;179200"
+  results = json.loads((run / "eval" / "latest.json").read_text())
+  del results["_meta"]["samples_seen"]
+  (run / "eval" / "latest.json").write_text(json.dumps(results))
+  with pytest.raises(versus.SpecError, match="latest.json has no _meta.samples_seen"):
+    versus.row({**SPEC, "runs": [str(run)]})
+
 
 @pytest.mark.parametrize("change, message", [
     ({"runs": ["nowhere-*"]}, "no run folder matches"),
@@ -84,7 +91,7 @@ def test_a_cell_over_every_runs_context_has_no_number(tmp_path):
   for seed in (0, 1):
     run = _run(tmp_path, f"seed-{seed}", seed, 0.5, 10)
     results = json.loads((run / "eval" / "latest.json").read_text())
-    results["_meta"] = {"skipped_over_context": {"add_int": 20}}
+    results["_meta"]["skipped_over_context"] = {"add_int": 20}
     (run / "eval" / "latest.json").write_text(json.dumps(results))
     (run / "config.json").write_text(json.dumps({"seed": seed, "eval": {"digits": [1, 8]}}))
   with pytest.raises(versus.SpecError, match="has no add_int / 9 digits"):  # not evaluated

@@ -45,10 +45,17 @@ def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
   flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
   out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
   if cache is not None:
-    out.update(JAX_COMPILATION_CACHE_DIR=str(cache),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    out.update(cache_env(cache))
   return out
+
+
+def cache_env(cache: pathlib.Path) -> dict:
+  """Environment variables that keep every program a process compiles in `cache` and reuse it
+  there. The cache key holds the program and its devices, so runs that should compile the same
+  program share it, and runs on other devices or processes compile their own."""
+  return {"JAX_COMPILATION_CACHE_DIR": str(cache),
+          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
 
 def run(module: str, args: list[str], devices: int = 1, cache=None, check: bool = True,
