@@ -145,7 +145,7 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
     raise SpecError(f"{where}: unknown metric {spec['metric']!r}; known: {', '.join(METRICS)}")
   runs = run_folders(list(spec["runs"]), where)
   files = [results_file(r, evaluation) for r in runs]
-  results = [json.loads(f.read_text()) for f in files]
+  results = [loading.read_json(f) for f in files]
   values = [_value(r, res, f, spec["task"], int(spec["digits"]), spec["metric"])
             for r, res, f in zip(runs, results, files)]
   samples = [samples_seen(res, f) for res, f in zip(results, files)]

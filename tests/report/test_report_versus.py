@@ -60,7 +60,6 @@ def test_one_run_has_no_deviation_and_budgets_that_differ_are_listed(tmp_path):
   assert versus.row({**SPEC, "runs": [str(tmp_path / "a")]})["ours_std"] == ""
 
 
-
 def test_the_samples_are_the_scored_checkpoints_not_the_logs_last_line(tmp_path):
   run = _run(tmp_path, "cut", 0, 0.5, 175104)  # stopped and scored at step 684 of 256
   with (run / "train_metrics.jsonl").open("a") as log:  # its last line: 153,600 at step 600
