@@ -5,7 +5,9 @@ Sampling follows paper A.1.6 and docs/official_data.md; all are 20-digit-tier ta
   largest one), drawn from the sample's rng (the official offset is seeded by b's digits).
 - add_easy (frac): the shorter fraction (the first one on a tie) is cut to at most 3 digits in
   numerator and denominator (each taken mod 1000, a zero denominator becomes 1, reduced).
-- sub: larger value first; sci: the first exponent is at least 1 and the second 1-5 below it.
+- sub: larger value first; sci: the first exponent is at least 1 and the second 1-5 below it,
+  and a first number within 1 of the second gets +1 (a difference below 1 would need a negative
+  exponent, which NUPA's scientific notation does not have).
 - multiply_easy: longer number first, the second cut to 3 digits (int: mod 1000; float:
   integer part mod 1000 and 3 decimals; frac: as add_easy; sci: 3 mantissa decimals).
 - truediv: a zero divisor becomes 1. floordiv, mod, mod_easy: larger first, zero divisor 1;
@@ -22,6 +24,7 @@ from nupa_jax.tasks import values
 
 _SCI_EXPONENT_GAP = 5
 _EASY_DIGITS = 3
+_SCI_ONE = "1.0e0"
 
 
 def _split_sci(text: str) -> tuple[str, int]:
@@ -85,8 +88,15 @@ def _sample_sub(repr_name: str):
     (ma, ea), (mb, _) = _split_sci(a), _split_sci(b)
     ea = max(ea, 1)
     eb = max(ea - rn.randint(rng, 1, _SCI_EXPONENT_GAP), 0)
-    return f"{ma}e{ea}", f"{mb}e{eb}"
+    return difference_above_one(f"{ma}e{ea}", f"{mb}e{eb}")
   return sample
+
+
+def difference_above_one(a: str, b: str) -> tuple[str, str]:
+  """(a + 1, b) when a - b <= 1, else (a, b): the official rule for a sci sub question."""
+  if values.compare(a, values.add(b, _SCI_ONE, "sci"), "sci") <= 0:
+    return values.add(a, _SCI_ONE, "sci"), b
+  return a, b
 
 
 def _sample_multiply_easy(repr_name: str):

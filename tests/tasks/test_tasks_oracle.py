@@ -9,6 +9,7 @@ import oracle
 import pytest
 
 from nupa_jax import tasks
+from nupa_jax.tasks import arithmetic
 
 # Paper Table 1 (41 tasks), by representation.
 TABLE_1 = {
@@ -254,6 +255,20 @@ def test_sci_add_and_sub_exponent_gaps():
   for a, b in _samples("sub_sci", 8, 1000):
     ea, eb = int(a.split("e")[1]), int(b.split("e")[1])
     assert 1 <= ea - eb <= 5 or (eb == 0 and ea <= 5)
+    assert oracle.value(a) - oracle.value(b) > 1
+
+
+@pytest.mark.parametrize("a, b, first", [
+    ("1.05e1", "9.8e0", "1.15e1"),  # 10.5 - 9.8 = 0.7: the first number gets +1
+    ("1.05994132083219e1", "9.75616699447273e0", "1.15994132083219e1"),  # a training draw
+    ("1.08e1", "9.8e0", "1.18e1"),  # a difference of exactly 1 gets +1 too
+    ("1.09e1", "9.8e0", "1.09e1"),  # 1.1: kept
+    ("2.000001e2", "1.99999e2", "2.010001e2"),  # 0.0011 apart (equal exponents)
+])
+def test_sci_sub_difference_stays_above_one(a, b, first):
+  assert arithmetic.difference_above_one(a, b) == (first, b)
+  answer = tasks.get("sub_sci").solve(first, b)
+  assert oracle.value(answer) == oracle.value(first) - oracle.value(b) >= 1
 
 
 def test_easy_variants_cut_the_second_number():
