@@ -4,11 +4,11 @@
 # on 1-20 digits. `configs/pe.py:size=1.3m` (2 layers, hidden 256; lr 1e-3 with warmup, batch
 # 256); 40,000 steps (10^7 samples), evaluation every 10,000 steps to see the plateau.
 # The model is far too small to fill a GPU: run several sweeps side by side on one card
-# (TASKS=... each). Budget (estimated, not yet measured): ~4 GPU-minutes a run, 12 runs.
+# (TASKS=... each; PES=... selects positional encodings). Budget (estimated, not yet measured): ~4 GPU-minutes a run, 12 runs.
 #
 #   docs/results/pe_small/sweep_1.3m.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
 NUM_WORKERS=${NUM_WORKERS:-2} exec "$(dirname "$0")/../local_sweep.sh" \
   "configs/pe.py:size=1.3m,steps=40000,eval_every=10000,per_length=200" \
-  "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=rope,nope,alibi" \
+  "task=${TASKS:-add_int,add_float,multiply_easy_frac,add_sci};pe=${PES:-rope,nope,alibi}" \
   "${1:?usage: sweep_1.3m.sh SWEEP_DIR [sweep.py flags]}" --config.checkpoint.every=2500 "${@:2}"
