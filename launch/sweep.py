@@ -29,10 +29,11 @@ Runners:
          to their logs; `seconds` adds up every attempt's wall time. `--retries N` starts a
          failed run again at once, up to N times, resuming from its last checkpoint if it
          saved one (a worker that died, a device error), but not one that cannot end
-         otherwise (a usage or config error, a diverged loss, a signal sent to the run
-         itself); each attempt is marked in its log and counted in `attempts`. A run whose
-         name this folder ran before with another command is refused while its workdir
-         exists (status refused, counted with the failed runs).
+         otherwise (a usage or config error, a diverged loss, a training question that
+         cannot be made, a signal sent to the run itself); each attempt is marked in its
+         log and counted in `attempts`. A run whose name this folder ran before with
+         another command is refused while its workdir exists (status refused, counted with
+         the failed runs).
          SIGTERM, SIGHUP or Ctrl-C stops the run in progress (marked interrupted, its time
          so far recorded) and the sweep, with exit status 128 + the signal's number (143,
          129, 130); one that the sweep started with ignored (`nohup`) stays ignored. The
@@ -74,7 +75,8 @@ STOP_GRACE_S = 300
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Exit statuses of a run that another attempt would end the same way: a usage or config error,
 # a diverged loss, a stop sent to the run's own processes.
-FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED} | {128 + s for s in STOP_SIGNALS})
+FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED, cli.DATA_ERROR} |
+                           {128 + s for s in STOP_SIGNALS})
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 

@@ -5,7 +5,8 @@ Every entry point (`nupa_jax.train`, `evaluate`, `evaluate_llm`, `benchmark`, `r
 does not exist (with the nearest name), a config argument or name the config rejects, a path
 that is a file where a directory is needed or a directory it cannot write in. Status 2 (as
 argparse's own usage errors) tells a command line that cannot run from a run that diverged
-(`DIVERGED`), failed (1) or was stopped (130 / 143), so scripts and schedulers can stop
+(`DIVERGED`), met a training question it cannot make (`DATA_ERROR`), failed (1) or was stopped
+(130 / 143), so scripts and schedulers can stop
 retrying it.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from nupa_jax import paths
 
 USAGE = 2  # the exit status of every usage error
 DIVERGED = 3  # nupa_jax.train's when the loss became non-finite: a rerun diverges again
+DATA_ERROR = 4  # nupa_jax.train's when a question of its data cannot be made: a rerun stops there
 # Errors of a path the user gave: raised by the file system, reported as usage errors by the
 # tools whose inputs and outputs are paths.
 PATH_ERRORS = (FileNotFoundError, NotADirectoryError, FileExistsError, IsADirectoryError,

@@ -3,7 +3,9 @@
 Trains a model as the config says, evaluating and checkpointing as it goes; rerunning the
 same command in the same workdir resumes. A command line or config that cannot run (a config
 field that does not exist, an unknown name, a workdir that is a file) exits with status 2 and
-one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 1.
+one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 3,
+a run whose data holds a question that cannot be made (a task's sampler or solver failed on
+it) with status 4 and one line naming the question.
 SIGTERM / SIGINT (or a preemption notice) stop the run at a step every process agrees on,
 with a checkpoint there: one line, exit status 143 / 130, and rerunning the command resumes
 (docs/faults.md). Grain workers that die as they start (nupa_jax.data.workers) end the run with
@@ -49,6 +51,9 @@ def main(argv):
   except trainer.DivergedError as e:
     print(f"training diverged: {e}", file=sys.stderr)
     sys.exit(cli.DIVERGED)
+  except data.SampleError as e:
+    print(f"training data error: {e}", file=sys.stderr)
+    sys.exit(cli.DATA_ERROR)
   except data.WorkersDied as e:
     data.exit_for_dead_workers(e)
 

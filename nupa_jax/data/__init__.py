@@ -86,11 +86,15 @@ Guarantees and costs:
   1-8 digits packed: ~25%.
 - Test-set exclusion: a drawn question equal to a frozen test question of its task (same
   operands) is redrawn from the same generator; `stats()["test_redraws"]` counts them.
+- A question its task cannot make (its sampler or solver raises) raises `SampleError`,
+  naming the task, length and operands; the stream is deterministic, so a rerun stops at the
+  same sample (`nupa_jax.train` exits with `cli.DATA_ERROR`).
 """
 from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
                                     run_config)
 from nupa_jax.data.settings import defaults
+from nupa_jax.data.source import SampleError
 from nupa_jax.data.workers import WorkersDied, exit_for_dead_workers
 
-__all__ = ["BatchIterator", "Pipeline", "WorkersDied", "defaults", "describe",
+__all__ = ["BatchIterator", "Pipeline", "SampleError", "WorkersDied", "defaults", "describe",
            "exit_for_dead_workers", "make_train_iterator", "run_config"]

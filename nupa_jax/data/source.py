@@ -25,6 +25,12 @@ MAX_TEST_REDRAWS = 1000
 CELL_PROBE = 8  # samples per cell that estimate its length (`cell_positions`)
 
 
+class SampleError(ValueError):
+  """A question of a stream that cannot be made: its task's sampler or solver failed, or the
+  frozen test set holds every question of its cell. A stream is a function of the config and
+  the sample's index, so a rerun from any checkpoint stops at the same sample."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Sample:
   """A question as text; `test_redraws` counts the test-set questions drawn before it."""
@@ -70,11 +76,17 @@ class Source:
     name, length = self.mixture.tasks[draw.cell], self.mixture.lengths[draw.cell]
     task = tasks.get(name)
     check = self._check[draw.cell]
-    for redraws in range(MAX_TEST_REDRAWS + 1):
-      a, b = task.sample(draw.operands, length)
-      if not check or exclusion.key(name, a, b) not in self._excluded:
-        return Sample(name, length, a, b, task.solve(a, b), redraws)
-    raise ValueError(
+    question = None
+    try:
+      for redraws in range(MAX_TEST_REDRAWS + 1):
+        question = None  # a redraw that fails names no question
+        question = a, b = task.sample(draw.operands, length)
+        if not check or exclusion.key(name, a, b) not in self._excluded:
+          return Sample(name, length, a, b, task.solve(a, b), redraws)
+    except Exception as e:  # a sampler or solver bug: name the question it failed on
+      where = "" if question is None else " (%r, %r)" % question
+      raise SampleError(f"{name} at {length} digits{where}: {type(e).__name__}: {e}") from e
+    raise SampleError(
         f"{MAX_TEST_REDRAWS} draws of {name} at {length} digits were all frozen test "
         f"questions; leave {length} out of config.data.train_digits for {name}")
 

@@ -148,6 +148,7 @@ def test_local_runner_reports_a_failing_run_and_reruns_only_it(tmp_path):
     (2, 2, 9, "done", 3),    # the third attempt trains
     (1, 2, 9, "failed", 2),  # out of retries: failed, as without them
     (2, 1, 3, "failed", 1),  # diverged: another attempt would diverge again
+    (2, 1, 4, "failed", 1),  # a training question that cannot be made: it would again
     (2, 1, 143, "failed", 1),  # the run itself was sent SIGTERM
 ])
 def test_retries_start_a_failed_run_again(tmp_path, retries, failures, code, status, attempts):

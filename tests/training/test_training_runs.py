@@ -4,6 +4,7 @@ config errors that name their fix."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -230,6 +231,37 @@ def test_cli_exits_with_its_own_status_when_the_loss_diverges(tmp_path):
       check=False)
   assert result.returncode == cli.DIVERGED, result.stderr[-4000:]
   assert "training diverged: " in result.stderr
+
+
+# `python -m nupa_jax.train` with every task's solver failing in the thread that makes the
+# training batches (not while the pipeline sizes its rows in the main thread).
+_FAILING_SOLVER_TRAIN = """
+import runpy, sys, threading
+from nupa_jax.tasks import registry
+solve = registry.Task.solve
+def failing(self, a, b):
+  if threading.current_thread() is not threading.main_thread():
+    raise ArithmeticError("no answer")
+  return solve(self, a, b)
+registry.Task.solve = failing
+sys.argv[0] = "nupa_jax.train"
+runpy.run_module("nupa_jax.train", run_name="__main__")
+"""
+
+
+def test_cli_exits_with_its_own_status_when_a_training_question_cannot_be_made(tmp_path):
+  """A question of the training stream that its task's solver fails on ends the run with
+  cli.DATA_ERROR and one line naming the question, so a sweep does not start it again: every
+  attempt would reach the same question."""
+  result = subprocess.run(
+      [sys.executable, "-c", _FAILING_SOLVER_TRAIN,
+       *training_testing.micro_args(tmp_path, **{"train.steps": 5})],
+      cwd=training_testing.ROOT, env=training_testing.env(), capture_output=True, text=True,
+      timeout=300)
+  assert result.returncode == cli.DATA_ERROR, result.stderr[-4000:]
+  last = result.stderr.strip().splitlines()[-1]
+  assert re.fullmatch(r"training data error: add_int at \d digits \('\d+', '\d+'\): "
+                      r"ArithmeticError: no answer", last), result.stderr[-4000:]
 
 
 def test_a_run_resumed_between_calls_realigns_them_and_repeats_the_one_step_run(tmp_path):
