@@ -74,7 +74,8 @@ STOP_GRACE_S = 300
 # Signals that stop a sweep: Ctrl-C, a scheduler's time limit or `timeout`, a closed terminal.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Exit statuses of a run that another attempt would end the same way: a usage or config error,
-# a diverged loss, a stop sent to the run's own processes.
+# a diverged loss, a training question that cannot be made, a stop sent to the run's own
+# processes.
 FINAL_STATUSES = frozenset({cli.USAGE, cli.DIVERGED, cli.DATA_ERROR} |
                            {128 + s for s in STOP_SIGNALS})
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")

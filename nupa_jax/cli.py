@@ -6,8 +6,7 @@ does not exist (with the nearest name), a config argument or name the config rej
 that is a file where a directory is needed or a directory it cannot write in. Status 2 (as
 argparse's own usage errors) tells a command line that cannot run from a run that diverged
 (`DIVERGED`), met a training question it cannot make (`DATA_ERROR`), failed (1) or was stopped
-(130 / 143), so scripts and schedulers can stop
-retrying it.
+(130 / 143), so scripts and schedulers can stop retrying it.
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ Trains a model as the config says, evaluating and checkpointing as it goes; reru
 same command in the same workdir resumes. A command line or config that cannot run (a config
 field that does not exist, an unknown name, a workdir that is a file) exits with status 2 and
 one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 3,
-a run whose data holds a question that cannot be made (a task's sampler or solver failed on
-it) with status 4 and one line naming the question.
+a run whose data holds a question that cannot be made (a task's sampler or solver, or the
+encoder, failed on it; or the frozen test set holds every question of a trained cell) with
+status 4 and one line naming it (`nupa_jax.data.SampleError`).
 SIGTERM / SIGINT (or a preemption notice) stop the run at a step every process agrees on,
 with a checkpoint there: one line, exit status 143 / 130, and rerunning the command resumes
 (docs/faults.md). Grain workers that die as they start (nupa_jax.data.workers) end the run with

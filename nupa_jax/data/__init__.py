@@ -86,9 +86,10 @@ Guarantees and costs:
   1-8 digits packed: ~25%.
 - Test-set exclusion: a drawn question equal to a frozen test question of its task (same
   operands) is redrawn from the same generator; `stats()["test_redraws"]` counts them.
-- A question its task cannot make (its sampler or solver raises) raises `SampleError`,
-  naming the task, length and operands; the stream is deterministic, so a rerun stops at the
-  same sample (`nupa_jax.train` exits with `cli.DATA_ERROR`).
+- A question that cannot be made (its task's sampler or solver, or the encoder, raises; or the
+  frozen test set holds every question of its cell) raises `SampleError`, naming the task,
+  length and operands; the stream is deterministic, so a rerun stops at the same sample
+  (`nupa_jax.train` exits with `cli.DATA_ERROR`).
 """
 from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
                                     run_config)

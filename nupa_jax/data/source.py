@@ -26,9 +26,15 @@ CELL_PROBE = 8  # samples per cell that estimate its length (`cell_positions`)
 
 
 class SampleError(ValueError):
-  """A question of a stream that cannot be made: its task's sampler or solver failed, or the
-  frozen test set holds every question of its cell. A stream is a function of the config and
-  the sample's index, so a rerun from any checkpoint stops at the same sample."""
+  """A question of a stream that cannot be made: its task's sampler or solver, or the encoder,
+  failed on it, or the frozen test set holds every question of its cell. A stream is a function
+  of the config and the sample's index, so a rerun from any checkpoint stops at the same
+  sample."""
+
+
+def _failed(name: str, length: int, question: tuple | None, error: Exception) -> SampleError:
+  where = "" if question is None else f" {question!r}"
+  return SampleError(f"{name} at {length} digits{where}: {type(error).__name__}: {error}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,25 +82,31 @@ class Source:
     name, length = self.mixture.tasks[draw.cell], self.mixture.lengths[draw.cell]
     task = tasks.get(name)
     check = self._check[draw.cell]
-    question = None
     try:
       for redraws in range(MAX_TEST_REDRAWS + 1):
         question = None  # a redraw that fails names no question
-        question = a, b = task.sample(draw.operands, length)
+        question = task.sample(draw.operands, length)
+        a, b = question
         if not check or exclusion.key(name, a, b) not in self._excluded:
           return Sample(name, length, a, b, task.solve(a, b), redraws)
+    except MemoryError:  # the host's state, not the question's
+      raise
     except Exception as e:  # a sampler or solver bug: name the question it failed on
-      where = "" if question is None else " (%r, %r)" % question
-      raise SampleError(f"{name} at {length} digits{where}: {type(e).__name__}: {e}") from e
+      raise _failed(name, length, question, e) from e
     raise SampleError(
         f"{MAX_TEST_REDRAWS} draws of {name} at {length} digits were all frozen test "
         f"questions; leave {length} out of config.data.train_digits for {name}")
 
   def example(self, draw: stream_lib.Draw) -> Example:
     sample = self.sample(draw)
-    tokens, loss_mask = self.encoder.encode(sample.task, sample.a, sample.b, sample.answer,
-                                            draw.encode)
-    positions = self.encoder.positions(sample.task, tokens)
+    try:
+      tokens, loss_mask = self.encoder.encode(sample.task, sample.a, sample.b, sample.answer,
+                                              draw.encode)
+      positions = self.encoder.positions(sample.task, tokens)
+    except MemoryError:
+      raise
+    except Exception as e:  # e.g. an RF-CoT rule whose answer is not the task's
+      raise _failed(sample.task, sample.length, (sample.a, sample.b), e) from e
     return Example(sample, tokens, loss_mask, positions["digit_index"],
                    positions["significance"])
 
@@ -108,8 +120,15 @@ def cell_positions(mixture: mixture_lib.Mixture, encoder: Encoder) -> tuple[np.n
     task = tasks.get(name)
     rng = np.random.default_rng([zlib.crc32(name.encode()), length])
     for _ in range(CELL_PROBE):
-      a, b = task.sample(rng, length)
-      positions = len(encoder.encode(name, a, b, task.solve(a, b), rng)[0]) - 1
+      question = None
+      try:
+        question = task.sample(rng, length)
+        a, b = question
+        positions = len(encoder.encode(name, a, b, task.solve(a, b), rng)[0]) - 1
+      except MemoryError:
+        raise
+      except Exception as e:  # deterministic too: the generator is fixed per cell
+        raise _failed(name, length, question, e) from e
       means[cell] += positions / CELL_PROBE
       longest = max(longest, positions)
   return means, longest

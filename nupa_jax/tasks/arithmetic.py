@@ -93,7 +93,9 @@ def _sample_sub(repr_name: str):
 
 
 def difference_above_one(a: str, b: str) -> tuple[str, str]:
-  """(a + 1, b) when a - b <= 1, else (a, b): the official rule for a sci sub question."""
+  """(a + 1, b) when a - b <= 1, else (a, b): the official rule for a sci sub question. The
+  sampler calls it with a's exponent above b's, so a >= 10**e(a) > b and a + 1 keeps a's
+  exponent (with equal exponents it could change it: 9.99e1 -> 1.009e2)."""
   if values.compare(a, values.add(b, _SCI_ONE, "sci"), "sci") <= 0:
     return values.add(a, _SCI_ONE, "sci"), b
   return a, b

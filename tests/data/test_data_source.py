@@ -3,6 +3,7 @@ import itertools
 import pickle
 import re
 
+import jax
 import pytest
 
 import data_testing
@@ -28,8 +29,10 @@ def test_a_failing_solver_names_the_task_length_and_question(monkeypatch):
   # Grain's workers send it to the training process pickled: its type and text survive.
   copy = pickle.loads(pickle.dumps(raised.value))
   assert type(copy) is data.SampleError and str(copy) == message
-  # Made in the iterator's background thread, it reaches the training loop.
-  batches = pipeline.train_iterator(process_count=1, process_index=0)
+  # Made in the thread that places batches on the device ahead of the loop, it reaches the
+  # training loop.
+  device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+  batches = pipeline.train_iterator(device, process_count=1, process_index=0)
   with pytest.raises(data.SampleError) as raised:
     list(itertools.islice(batches, 1))
   batches.close()
@@ -47,3 +50,19 @@ def test_a_failing_sampler_is_named_without_a_question(monkeypatch):
   with pytest.raises(data.SampleError,
                      match=r"^sub_sci at 2 digits: ValueError: cannot draw sub_sci at 2$"):
     pipeline.samples("validation", 5, 1)
+
+
+def test_an_encoder_that_fails_names_the_question(monkeypatch):
+  pipeline = data.Pipeline(data_testing.config(tasks={"add_int": 1.0}, train_digits=(5, 5)))
+  draw = next(iter(pipeline.stream("train").draws(0, 1)))
+  sample = pipeline.source.sample(draw)
+
+  def failing_encode(*args, **kwargs):
+    raise ValueError("the rule's answer differs")
+
+  monkeypatch.setattr(type(pipeline.source.encoder), "encode", failing_encode)
+  draw = next(iter(pipeline.stream("train").draws(0, 1)))  # the same question, drawn again
+  with pytest.raises(data.SampleError) as raised:
+    pipeline.source.example(draw)
+  assert str(raised.value) == (f"add_int at 5 digits ('{sample.a}', '{sample.b}'): "
+                               "ValueError: the rule's answer differs")

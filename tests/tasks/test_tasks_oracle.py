@@ -258,6 +258,16 @@ def test_sci_add_and_sub_exponent_gaps():
     assert oracle.value(a) - oracle.value(b) > 1
 
 
+def test_sci_sub_sampler_applies_the_rule_to_a_close_pair(monkeypatch):
+  """The pair the generalist's stream drew, forced through the sampler: exponents 1 and 0
+  (the gap of 1 a one-digit first exponent allows), 10.599... - 9.756... <= 1, so +1."""
+  monkeypatch.setattr(arithmetic.rn, "pair",
+                      lambda rng, length, repr_name: ("9.75616699447273e0", "1.05994132083219e1"))
+  a, b = tasks.get("sub_sci").sample(np.random.default_rng(0), 14)
+  assert (a, b) == ("1.15994132083219e1", "9.75616699447273e0")
+  assert tasks.get("sub_sci").solve(a, b) == "1.84324621384917e0"
+
+
 @pytest.mark.parametrize("a, b, first", [
     ("1.05e1", "9.8e0", "1.15e1"),  # 10.5 - 9.8 = 0.7: the first number gets +1
     ("1.05994132083219e1", "9.75616699447273e0", "1.15994132083219e1"),  # a training draw

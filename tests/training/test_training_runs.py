@@ -233,14 +233,16 @@ def test_cli_exits_with_its_own_status_when_the_loss_diverges(tmp_path):
   assert "training diverged: " in result.stderr
 
 
-# `python -m nupa_jax.train` with every task's solver failing in the thread that makes the
-# training batches (not while the pipeline sizes its rows in the main thread).
+# `python -m nupa_jax.train` with every task's solver failing: on the questions of 1-2 digits
+# (trained on, not tested: the first fails as the pipeline sizes its rows), or on every question
+# made outside the main thread (the training batches).
 _FAILING_SOLVER_TRAIN = """
 import runpy, sys, threading
 from nupa_jax.tasks import registry
-solve = registry.Task.solve
+solve, short = registry.Task.solve, sys.argv.pop(1) == "short_questions"
 def failing(self, a, b):
-  if threading.current_thread() is not threading.main_thread():
+  if (max(len(a), len(b)) <= 2 if short else
+      threading.current_thread() is not threading.main_thread()):
     raise ArithmeticError("no answer")
   return solve(self, a, b)
 registry.Task.solve = failing
@@ -249,16 +251,18 @@ runpy.run_module("nupa_jax.train", run_name="__main__")
 """
 
 
-def test_cli_exits_with_its_own_status_when_a_training_question_cannot_be_made(tmp_path):
-  """A question of the training stream that its task's solver fails on ends the run with
-  cli.DATA_ERROR and one line naming the question, so a sweep does not start it again: every
-  attempt would reach the same question."""
+@pytest.mark.parametrize("where", ["short_questions", "training_batches"])
+def test_cli_exits_with_its_own_status_when_a_training_question_cannot_be_made(tmp_path, where):
+  """A question that its task's solver fails on ends the run with cli.DATA_ERROR and one line
+  naming it, so a sweep does not start it again (every attempt would reach the same question):
+  whether it comes up as the pipeline sizes its rows or in a training batch."""
   result = subprocess.run(
-      [sys.executable, "-c", _FAILING_SOLVER_TRAIN,
+      [sys.executable, "-c", _FAILING_SOLVER_TRAIN, where,
        *training_testing.micro_args(tmp_path, **{"train.steps": 5})],
       cwd=training_testing.ROOT, env=training_testing.env(), capture_output=True, text=True,
       timeout=300)
   assert result.returncode == cli.DATA_ERROR, result.stderr[-4000:]
+  assert "Traceback" not in result.stderr, result.stderr[-4000:]
   last = result.stderr.strip().splitlines()[-1]
   assert re.fullmatch(r"training data error: add_int at \d digits \('\d+', '\d+'\): "
                       r"ArithmeticError: no answer", last), result.stderr[-4000:]

@@ -4,7 +4,8 @@
 # on 1-20 digits. `configs/pe.py:size=1.3m` (2 layers, hidden 256; lr 1e-3 with warmup, batch
 # 256); 40,000 steps (10^7 samples), evaluation every 10,000 steps to see the plateau.
 # The model is far too small to fill a GPU: run several sweeps side by side on one card
-# (TASKS=... each; PES=... selects positional encodings). Budget (estimated, not yet measured): ~4 GPU-minutes a run, 12 runs.
+# (TASKS=... each; PES=... selects positional encodings). Budget (estimated, not yet
+# measured): ~4 GPU-minutes a run, 12 runs.
 #
 #   docs/results/pe_small/sweep_1.3m.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
