@@ -25,14 +25,19 @@ MAX_TEST_REDRAWS = 1000
 CELL_PROBE = 8  # samples per cell that estimate its length (`cell_positions`)
 
 
-class SampleError(ValueError):
+class SampleError(Exception):
   """A question of a stream that cannot be made: its task's sampler or solver, or the encoder,
   failed on it, or the frozen test set holds every question of its cell. A stream is a function
   of the config and the sample's index, so a rerun from any checkpoint stops at the same
-  sample."""
+  sample. Not a ValueError: no config value is wrong, and a caller that turns ValueErrors into
+  config errors must not catch it."""
 
 
 def _failed(name: str, length: int, question: tuple | None, error: Exception) -> SampleError:
+  """`error`, raised while making the question, as a SampleError naming it; a MemoryError is
+  raised as it is (the host's state, not the question's)."""
+  if isinstance(error, MemoryError):
+    raise error
   where = "" if question is None else f" {question!r}"
   return SampleError(f"{name} at {length} digits{where}: {type(error).__name__}: {error}")
 
@@ -89,8 +94,6 @@ class Source:
         a, b = question
         if not check or exclusion.key(name, a, b) not in self._excluded:
           return Sample(name, length, a, b, task.solve(a, b), redraws)
-    except MemoryError:  # the host's state, not the question's
-      raise
     except Exception as e:  # a sampler or solver bug: name the question it failed on
       raise _failed(name, length, question, e) from e
     raise SampleError(
@@ -103,8 +106,6 @@ class Source:
       tokens, loss_mask = self.encoder.encode(sample.task, sample.a, sample.b, sample.answer,
                                               draw.encode)
       positions = self.encoder.positions(sample.task, tokens)
-    except MemoryError:
-      raise
     except Exception as e:  # e.g. an RF-CoT rule whose answer is not the task's
       raise _failed(sample.task, sample.length, (sample.a, sample.b), e) from e
     return Example(sample, tokens, loss_mask, positions["digit_index"],
@@ -125,8 +126,6 @@ def cell_positions(mixture: mixture_lib.Mixture, encoder: Encoder) -> tuple[np.n
         question = task.sample(rng, length)
         a, b = question
         positions = len(encoder.encode(name, a, b, task.solve(a, b), rng)[0]) - 1
-      except MemoryError:
-        raise
       except Exception as e:  # deterministic too: the generator is fixed per cell
         raise _failed(name, length, question, e) from e
       means[cell] += positions / CELL_PROBE

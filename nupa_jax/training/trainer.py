@@ -99,8 +99,6 @@ class _Run:
       self.wrt = self.mode.model.trainable(config)
       self.evaluator = evaluator_lib.Evaluator(config, self.encoder, self.mesh,
                                                self.spec.feature_names)
-    except data_lib.SampleError:  # a question the data cannot make, not a config to change
-      raise
     except ValueError as e:
       raise ConfigError(str(e)) from e
 

@@ -66,3 +66,15 @@ def test_an_encoder_that_fails_names_the_question(monkeypatch):
     pipeline.source.example(draw)
   assert str(raised.value) == (f"add_int at 5 digits ('{sample.a}', '{sample.b}'): "
                                "ValueError: the rule's answer differs")
+
+
+def test_a_memory_error_stays_what_it_is(monkeypatch):
+  """Running out of memory depends on the host, not on the question: not a SampleError."""
+  pipeline = data.Pipeline(data_testing.config(tasks={"add_int": 1.0}, train_digits=(3, 3)))
+
+  def exhausted(self, a, b):
+    raise MemoryError
+
+  monkeypatch.setattr(registry.Task, "solve", exhausted)
+  with pytest.raises(MemoryError):
+    pipeline.samples("train", 0, 1)
