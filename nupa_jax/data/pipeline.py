@@ -277,10 +277,12 @@ class Pipeline:
     self.settings = s = settings_lib.Settings.from_config(config)
     self.encoder = encoder or encoder_from_config(config)
     self.mixture = s.mixture
+    self.num_workers = workers_lib.resolve(s.num_workers)
     cells, hashes = frozenset(), frozenset()
     if s.exclude_test:
       cells = exclusion.test_cells(s.mixture.task_lengths())
-      hashes, exhausted = exclusion.test_hashes(cells, s.test_seed, s.test_per_length)
+      hashes, exhausted = exclusion.test_hashes(cells, s.test_seed, s.test_per_length,
+                                                processes=self.num_workers)
       if exhausted:
         logging.warning("not training on %s: the frozen test set holds (nearly) all their "
                         "questions", ", ".join(f"{t}@{n}" for t, n in sorted(exhausted)))
@@ -297,7 +299,6 @@ class Pipeline:
                        f"up to {longest}: raise config.data.seq_len={self.seq_len} (0 sizes it "
                        f"automatically) or lower config.data.samples_per_row")
     self.expected_padding = 1 - mean_row / self.seq_len
-    self.num_workers = workers_lib.resolve(s.num_workers)
     # Each batcher gets its own copy: the encoder fills caches as it works, so a source in
     # use by one iterator's prefetch thread must not be shared with (or pickled for the
     # workers of) another.

@@ -82,3 +82,24 @@ def test_every_task_at_training_lengths_stays_out_of_the_full_test_set():
   # batch's systematic offset and may move together: over 40 batches a task's share has a
   # deviation of up to 8 sqrt(0.6 * 0.4 / 40) / 256 = 0.0024.
   assert shares == pytest.approx(p.mixture.task_probs(), abs=0.008)
+
+
+@pytest.mark.parametrize("cells, processes, expected", [
+    (3188, 32, 32), (3188, 0, 0), (200, 32, 3), (127, 8, 0), (128, 8, 2), (1000, 1, 0)])
+def test_pool_size_gives_each_process_enough_cells(cells, processes, expected):
+  assert exclusion.pool_size(cells, processes) == expected
+
+
+def test_hashing_over_processes_matches_one_process():
+  # 193 cells (two processes of 64 or more); to_float_frac@1 has 22 questions, fewer than 50.
+  cells = frozenset(exclusion.test_cells({"max_int": range(1, 101), "length_int": range(1, 101)})
+                    | {("to_float_frac", 1)})
+  assert exclusion.pool_size(len(cells), 2) == 2
+  serial = exclusion.test_hashes.__wrapped__(cells, 0, 50, processes=0)
+  pooled = exclusion.test_hashes.__wrapped__(cells, 0, 50, processes=2)
+  assert pooled == serial
+  keys, exhausted = pooled
+  assert exhausted == {("to_float_frac", 1)}
+  expected = {exclusion.key(q.task, q.a, q.b) for name, length in cells
+              for q in testset.questions(name, length, 0, 50)}
+  assert keys == expected and len(keys) == 192 * 50 + 22
