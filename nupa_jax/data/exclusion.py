@@ -9,6 +9,7 @@ match (probability ~ questions / 2^64) would only cost one extra redraw.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -31,12 +32,18 @@ def test_cells(task_lengths: dict[str, Iterable[int]]) -> frozenset[tuple[str, i
                    for length in set(lengths) & set(tasks.get(name).test_digits))
 
 
-# A process of the pool is worth its start-up (a spawned interpreter importing the main module)
-# only with at least this many cells to hash: about as long as that start-up takes.
+# A spawned process first imports the main module (the trainer: jax, flax, grain) before it
+# hashes anything, so one is started only for at least this many cells: a recipe of a few tasks
+# (tens of cells) hashes in its own process, as it always did.
 CELLS_PER_PROCESS = 64
 
+# Cached per process: a pipeline rebuilt with the same tasks (validation, a resumed run) does
+# not regenerate the questions. Keyed by (cells, seed, per_length), oldest dropped first.
+_CACHE: dict[tuple, tuple[frozenset[int], frozenset[tuple[str, int]]]] = {}
+_CACHE_SIZE = 8
 
-def pool_size(cells: int, processes: int) -> int:
+
+def hashing_processes(cells: int, processes: int) -> int:
   """Processes to hash `cells` cells with, at most `processes`: 0 (in this process) unless
   at least two would each get `CELLS_PER_PROCESS` cells."""
   size = min(processes, cells // CELLS_PER_PROCESS)
@@ -50,7 +57,29 @@ def _cell_keys(cell: tuple[str, int], seed: int, per_length: int) -> tuple[list[
   return [key(q.task, q.a, q.b) for q in questions], len(questions) < per_length
 
 
-@functools.lru_cache(maxsize=8)
+def hash_cells(cells: frozenset[tuple[str, int]], seed: int = 0, per_length: int = 1000,
+               processes: int = 0) -> tuple[frozenset[int], frozenset[tuple[str, int]]]:
+  """`test_hashes` computed afresh, over `hashing_processes(len(cells), processes)` spawned
+  processes (spawned: the caller may hold JAX's threads, which a fork would copy mid-flight).
+  A process that dies fails the call (`BrokenProcessPool`) rather than leaving it waiting."""
+  ordered = sorted(cells)
+  work = functools.partial(_cell_keys, seed=seed, per_length=per_length)
+  size = hashing_processes(len(ordered), processes)
+  keys, exhausted = set(), set()
+  with contextlib.ExitStack() as stack:
+    if size:
+      pool = stack.enter_context(concurrent.futures.ProcessPoolExecutor(
+          size, mp_context=multiprocessing.get_context("spawn")))
+      results = pool.map(work, ordered, chunksize=max(1, len(ordered) // (4 * size)))
+    else:
+      results = map(work, ordered)
+    for cell, (cell_keys, short) in zip(ordered, results, strict=True):
+      keys.update(cell_keys)
+      if short:
+        exhausted.add(cell)
+  return frozenset(keys), frozenset(exhausted)
+
+
 def test_hashes(cells: frozenset[tuple[str, int]], seed: int = 0, per_length: int = 1000,
                 processes: int = 0) -> tuple[frozenset[int], frozenset[tuple[str, int]]]:
   """Keys of the frozen test questions (benchmark seed, questions per length) of `cells`, and
@@ -58,27 +87,16 @@ def test_hashes(cells: frozenset[tuple[str, int]], seed: int = 0, per_length: in
 
   A cell is exhausted when the test set found fewer than `per_length` distinct questions in
   it (`testset.MAX_DRAWS_PER_QUESTION` draws each): it holds (nearly) every question of that
-  task and length, so a stream cannot train on it. Cached per process: a pipeline rebuilt with
-  the same tasks (validation, a resumed run) does not regenerate the questions.
+  task and length, so a stream cannot train on it.
 
   Regenerating is Python-bound: every task over its benchmark range (~3,200 cells, 3.2 million
-  questions, the mixed recipe) is most of such a run's start-up in one process. `processes`
-  lets `pool_size` spread the cells over up to that many spawned processes (spawned: the
-  caller may hold JAX's threads, which a fork would copy mid-flight); the result does not
-  depend on it.
+  questions, the mixed recipe) is most of such a run's start-up in one process, so up to
+  `processes` processes share the cells (`hash_cells`). The result does not depend on how
+  many; a cached result is returned whatever `processes` is.
   """
-  ordered = sorted(cells)
-  work = functools.partial(_cell_keys, seed=seed, per_length=per_length)
-  size = pool_size(len(ordered), processes)
-  keys, exhausted = set(), set()
-  with contextlib.ExitStack() as stack:
-    if size:
-      pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(size))
-      results = pool.imap(work, ordered, chunksize=max(1, len(ordered) // (4 * size)))
-    else:
-      results = map(work, ordered)
-    for cell, (cell_keys, short) in zip(ordered, results):
-      keys.update(cell_keys)
-      if short:
-        exhausted.add(cell)
-  return frozenset(keys), frozenset(exhausted)
+  cache_key = (cells, seed, per_length)
+  if cache_key not in _CACHE:
+    if len(_CACHE) >= _CACHE_SIZE:
+      del _CACHE[next(iter(_CACHE))]
+    _CACHE[cache_key] = hash_cells(cells, seed, per_length, processes=processes)
+  return _CACHE[cache_key]

@@ -86,20 +86,39 @@ def test_every_task_at_training_lengths_stays_out_of_the_full_test_set():
 
 @pytest.mark.parametrize("cells, processes, expected", [
     (3188, 32, 32), (3188, 0, 0), (200, 32, 3), (127, 8, 0), (128, 8, 2), (1000, 1, 0)])
-def test_pool_size_gives_each_process_enough_cells(cells, processes, expected):
-  assert exclusion.pool_size(cells, processes) == expected
+def test_hashing_processes_each_get_enough_cells(cells, processes, expected):
+  assert exclusion.hashing_processes(cells, processes) == expected
 
 
 def test_hashing_over_processes_matches_one_process():
-  # 193 cells (two processes of 64 or more); to_float_frac@1 has 22 questions, fewer than 50.
-  cells = frozenset(exclusion.test_cells({"max_int": range(1, 101), "length_int": range(1, 101)})
-                    | {("to_float_frac", 1)})
-  assert exclusion.pool_size(len(cells), 2) == 2
-  serial = exclusion.test_hashes.__wrapped__(cells, 0, 50, processes=0)
-  pooled = exclusion.test_hashes.__wrapped__(cells, 0, 50, processes=2)
+  # 193 cells (two processes of 64 or more); to_float_frac@1, the one with 22 questions (fewer
+  # than 50), sorts between the max_int and to_scient_int cells, so a result given to the
+  # wrong cell would move its flag.
+  cells = exclusion.test_cells({"max_int": range(1, 101), "to_scient_int": range(1, 101)})
+  cells = frozenset(cells | {("to_float_frac", 1)})
+  ordered = sorted(cells)
+  assert 0 < ordered.index(("to_float_frac", 1)) < len(ordered) - 1
+  assert exclusion.hashing_processes(len(cells), 2) == 2
+  serial = exclusion.hash_cells(cells, 0, 50, processes=0)
+  pooled = exclusion.hash_cells(cells, 0, 50, processes=2)
   assert pooled == serial
   keys, exhausted = pooled
   assert exhausted == {("to_float_frac", 1)}
   expected = {exclusion.key(q.task, q.a, q.b) for name, length in cells
               for q in testset.questions(name, length, 0, 50)}
-  assert keys == expected and len(keys) == 192 * 50 + 22
+  assert keys == expected and len(keys) == (len(cells) - 1) * 50 + 22
+
+
+def test_the_pipeline_hashes_over_its_workers_and_caches_whatever_their_number(monkeypatch):
+  calls = []
+  real = exclusion.hash_cells
+  monkeypatch.setattr(exclusion, "hash_cells",
+                      lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs))
+  monkeypatch.setattr(exclusion, "_CACHE", {})
+  settings = dict(SMALL, tasks={"add_frac": 1.0, "sub_frac": 1.0})
+  data.Pipeline(data_testing.config(num_workers=3, **settings))
+  assert calls == [{"processes": 3}]
+  data.Pipeline(data_testing.config(num_workers=0, **settings))  # the same cells: cached
+  assert calls == [{"processes": 3}]
+  data.Pipeline(data_testing.config(num_workers=0, **dict(settings, test_per_length=50)))
+  assert calls == [{"processes": 3}, {"processes": 0}]

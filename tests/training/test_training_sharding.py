@@ -13,10 +13,11 @@ import training_testing
 
 
 def _collectives(mesh: str) -> dict:
-  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices."""
+  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices (compiled
+  afresh: it reads the compiled program's text)."""
   result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", mesh],
                           cwd=training_testing.ROOT, env=dict(
-                              training_testing.env(devices=2),
+                              training_testing.env(devices=2, cache=None),
                               PYTHONPATH=f"{training_testing.ROOT}:{training_testing.ROOT}/tests/training"),
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]

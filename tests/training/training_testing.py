@@ -47,13 +47,14 @@ SHARED_CACHE = pathlib.Path(tempfile.mkdtemp(prefix="nupa_jax_compile_cache_"))
 atexit.register(shutil.rmtree, SHARED_CACHE, ignore_errors=True)
 
 
-def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
+def env(devices: int = 1, cache: pathlib.Path | None = SHARED_CACHE) -> dict:
   """Environment of a subprocess with `devices` fake CPU devices; its compiled programs go to
-  `cache` (the persistent compilation cache; default `SHARED_CACHE`). LLVM's optimisations are
-  off: they double compile times, and the runs compared use the same flags."""
+  `cache` (the persistent compilation cache; None: compile everything afresh). LLVM's
+  optimisations are off: they double compile times, and the runs compared use the same flags."""
   flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
   out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
-  out.update(cache_env(cache or SHARED_CACHE))
+  if cache is not None:
+    out.update(cache_env(cache))
   return out
 
 
@@ -66,7 +67,7 @@ def cache_env(cache: pathlib.Path) -> dict:
           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
 
-def run(module: str, args: list[str], devices: int = 1, cache=None, check: bool = True,
+def run(module: str, args: list[str], devices: int = 1, cache=SHARED_CACHE, check: bool = True,
         timeout: int = 300) -> subprocess.CompletedProcess:
   result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
                           env=env(devices, cache), capture_output=True, text=True,
