@@ -13,11 +13,10 @@ import training_testing
 
 
 def _collectives(mesh: str) -> dict:
-  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices (compiled
-  afresh: it reads the compiled program's text)."""
+  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices."""
   result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", mesh],
                           cwd=training_testing.ROOT, env=dict(
-                              training_testing.env(devices=2, cache=None),
+                              training_testing.env(devices=2),
                               PYTHONPATH=f"{training_testing.ROOT}:{training_testing.ROOT}/tests/training"),
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]

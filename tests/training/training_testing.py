@@ -1,12 +1,9 @@
 """Shared by the training tests: a micro config (one small layer, short samples) that runs
 the real trainer in seconds, and the command line that selects it."""
-import atexit
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from configs import pe
 
@@ -41,15 +38,9 @@ def micro_args(workdir, **overrides) -> list[str]:
   return args
 
 
-# The persistent compilation cache of this test process's subprocesses: the micro config's
-# programs are the same in most tests, so a run compiles only what no earlier run here did.
-SHARED_CACHE = pathlib.Path(tempfile.mkdtemp(prefix="nupa_jax_compile_cache_"))
-atexit.register(shutil.rmtree, SHARED_CACHE, ignore_errors=True)
-
-
-def env(devices: int = 1, cache: pathlib.Path | None = SHARED_CACHE) -> dict:
-  """Environment of a subprocess with `devices` fake CPU devices; its compiled programs go to
-  `cache` (the persistent compilation cache; None: compile everything afresh). LLVM's
+def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
+  """Environment of a subprocess with `devices` fake CPU devices; `cache` shares compiled
+  programs between the runs of one test (the persistent compilation cache). LLVM's
   optimisations are off: they double compile times, and the runs compared use the same flags."""
   flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
   out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
@@ -67,7 +58,7 @@ def cache_env(cache: pathlib.Path) -> dict:
           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
 
-def run(module: str, args: list[str], devices: int = 1, cache=SHARED_CACHE, check: bool = True,
+def run(module: str, args: list[str], devices: int = 1, cache=None, check: bool = True,
         timeout: int = 300) -> subprocess.CompletedProcess:
   result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
                           env=env(devices, cache), capture_output=True, text=True,
