@@ -8,9 +8,10 @@
 For each worker count it builds the pipeline of the paper's setting (tasks, 1-8 digits, batch
 256, packed rows), or with `--config` the one the trainer builds for that recipe (its text
 mode's encoder and data fields: RF-CoT traces, the generalist's mix; the data flags above are
-then not used), skips the first batches (worker start-up), consumes batches for
-`--seconds` and reports the rate over the second half of that time, when the batches the
-workers prefetched during start-up are used up and only the steady rate remains.
+then not used), reports how long its first batch took (worker start-up: grain pickles the
+source for each worker), skips the first batches, consumes batches for `--seconds` and reports
+the rate over the second half of that time, when the batches the workers prefetched during
+start-up are used up and only the steady rate remains.
 `--device` also turns every batch into a global jax.Array on all local devices, as the trainer
 does. Compare samples/s with the train step's (benchmarks of the trainer) on the same machine.
 """
@@ -33,7 +34,8 @@ _PER_ROW = flags.DEFINE_integer("samples_per_row", 16, "samples a packed row hol
 _SEQ_LEN = flags.DEFINE_integer("seq_len", 0, "row length; 0 = auto")
 _WORKERS = flags.DEFINE_list("num_workers", ["0", "1", "2"], "grain worker counts to time")
 _SECONDS = flags.DEFINE_float("seconds", 10.0, "consumption time per worker count")
-_WARMUP = flags.DEFINE_integer("warmup", 2, "untimed batches first (worker start-up)")
+_WARMUP = flags.DEFINE_integer("warmup", 2, "untimed batches first (worker start-up)",
+                                lower_bound=1)
 _DEVICE = flags.DEFINE_bool("device", False, "make global jax.Arrays on all local devices")
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "a recipe (configs/FAMILY.py[:ARGS]) whose data to time instead of the flags "
@@ -69,13 +71,16 @@ def main(argv):
   print(f"pipeline built in {time.perf_counter() - start:.1f} s: {dict(data.describe(pipeline))}")
   mesh = sharding.make_mesh({"data": -1}) if _DEVICE.value else None
   for workers in map(int, _WORKERS.value):
+    start = time.perf_counter()
     with pipeline.train_iterator(mesh, num_workers=workers, process_index=0,
                                  process_count=1) as run:
-      for _ in range(_WARMUP.value):
+      next(run)
+      first_batch = time.perf_counter() - start
+      for _ in range(_WARMUP.value - 1):
         next(run)
       start = time.perf_counter()
       marks = []  # (seconds since start, stats) after each batch
-      while not marks or marks[-1][0] < _SECONDS.value:
+      while len(marks) < 3 or marks[-1][0] < _SECONDS.value:
         batch = next(run)
         if mesh is not None:
           batch["inputs"].block_until_ready()
@@ -89,7 +94,7 @@ def main(argv):
     print(f"workers={workers}: {samples / seconds:,.0f} samples/s, {tokens / seconds:,.0f} "
           f"tokens/s ({positions / seconds:,.0f} positions/s incl. padding), padding "
           f"{1 - tokens / positions:.3f}, {seconds / count * 1e3:.1f} ms/batch over {count} "
-          f"batches")
+          f"batches; first batch after {first_batch:.1f} s")
 
 if __name__ == "__main__":
   app.run(main)

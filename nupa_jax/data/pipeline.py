@@ -278,7 +278,7 @@ class Pipeline:
     self.encoder = encoder or encoder_from_config(config)
     self.mixture = s.mixture
     self.num_workers = workers_lib.resolve(s.num_workers)
-    cells, hashes = frozenset(), frozenset()
+    cells, hashes = frozenset(), exclusion.QuestionKeys()
     if s.exclude_test:
       cells = exclusion.test_cells(s.mixture.task_lengths())
       hashes, exhausted = exclusion.test_hashes(cells, s.test_seed, s.test_per_length,

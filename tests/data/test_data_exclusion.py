@@ -1,5 +1,7 @@
 """Test-set exclusion: no emitted question is a frozen test question; redraws are counted."""
 import itertools
+import pickle
+import random
 
 import pytest
 
@@ -56,6 +58,30 @@ def test_keys_separate_tasks_and_operand_order():
                                                   ("length_int", "123", None)]}
   assert len(keys) == 5
   assert exclusion.key("add_int", "12", "3") == exclusion.key("add_int", "12", "3")
+
+
+def test_question_keys_hold_exactly_their_keys():
+  rng = random.Random(0)
+  members = [rng.getrandbits(64) for _ in range(5000)] + [0, 1, 2**63 - 1, 2**63, 2**64 - 1]
+  keys = exclusion.QuestionKeys(members + members[:100])  # duplicates collapse
+  assert len(keys) == len(set(members)) and set(keys) == set(members)
+  assert all(k in keys for k in members)
+  others = {rng.getrandbits(64) for _ in range(5000)} - set(members)
+  assert not any(k in keys for k in others)
+  assert not any(k in keys for k in [-1, 2**64, 2**65 + members[0], 1.0, "1", None])
+  assert keys == set(members) and keys != set(members[1:])
+  assert 3 not in exclusion.QuestionKeys() and len(exclusion.QuestionKeys()) == 0
+
+
+def test_question_keys_pickle_as_one_array():
+  # What every data worker receives: 8 bytes a key and a small header, the same keys back.
+  rng = random.Random(1)
+  members = [rng.getrandbits(64) for _ in range(100_000)]
+  keys = exclusion.QuestionKeys(members)
+  assert len(keys) == len(members)
+  pickled = pickle.dumps(keys)
+  assert len(pickled) < 8 * len(members) + 1024
+  assert pickle.loads(pickled) == keys
 
 
 def test_only_cells_with_test_questions_are_hashed():
