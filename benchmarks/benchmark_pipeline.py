@@ -85,7 +85,8 @@ def main(argv):
         if mesh is not None:
           batch["inputs"].block_until_ready()
         marks.append((time.perf_counter() - start, run.stats()))
-    half = next(i for i, (t, _) in enumerate(marks) if t >= marks[-1][0] / 2)
+    half = min(next(i for i, (t, _) in enumerate(marks) if t >= marks[-1][0] / 2),
+               len(marks) - 2)
     (t0, before), (t1, after) = marks[half], marks[-1]
     seconds, count = t1 - t0, len(marks) - 1 - half
     samples = after["samples"] - before["samples"]

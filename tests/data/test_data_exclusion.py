@@ -3,6 +3,7 @@ import itertools
 import pickle
 import random
 
+import numpy as np
 import pytest
 
 import data_testing
@@ -70,6 +71,9 @@ def test_question_keys_hold_exactly_their_keys():
   assert not any(k in keys for k in others)
   assert not any(k in keys for k in [-1, 2**64, 2**65 + members[0], 1.0, "1", None])
   assert keys == set(members) and keys != set(members[1:])
+  assert keys == exclusion.QuestionKeys(reversed(members)) != exclusion.QuestionKeys(members[1:])
+  with pytest.raises(TypeError, match="unsigned"):
+    exclusion.QuestionKeys(np.array([-1, 5]))
   assert 3 not in exclusion.QuestionKeys() and len(exclusion.QuestionKeys()) == 0
 
 
