@@ -4,8 +4,9 @@
 # excluded), scored with the rules of the paper's well-learned digit tables (scoring=paper) at
 # 100 test questions per task and length. Budget: SAMPLES (default 1.4x10^7, twice the
 # 7x10^6-sample run and 28 % of Llama-8B-ft's ~5x10^7) in one run over all GPUs of a 4-GPU
-# host: ~2 minutes of start-up, ~17 of training at 13.6k samples/s (measured on 4 H200s; 4,270
-# on one, 7,618 on two), then ~3 of evaluation (README: the job's EVAL_CUT and length). PE,
+# host: under a minute of start-up, ~18 of training at 13.1-13.6k samples/s (measured on 4
+# H200s; 4,270 on one, 7,618 on two), then ~2 of evaluation: 1,287 s in all (README: the job's
+# EVAL_CUT and length). PE,
 # format and tokenizer: the 100m preset's RoPE, plain format, one-digit tokens (README says
 # why). NUM_WORKERS: grain workers (default 32: the mixture of 53 generators is slower to draw
 # than integer addition alone).
