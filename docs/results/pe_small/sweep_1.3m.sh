@@ -4,8 +4,8 @@
 # on 1-20 digits. `configs/pe.py:size=1.3m` (2 layers, hidden 256; lr 1e-3 with warmup, batch
 # 256); 40,000 steps (10^7 samples), evaluation every 10,000 steps to see the plateau.
 # The model is far too small to fill a GPU: run several sweeps side by side on one card
-# (TASKS=... each; PES=... selects positional encodings). Budget (estimated, not yet
-# measured): ~4 GPU-minutes a run, 12 runs.
+# (TASKS=... each; PES=... selects positional encodings). Measured (README): 253-272 s a run
+# alone on an H100; 448-461 s a run with nine at once on a 4x H200 host (QUEUES_PER_GPU=3).
 #
 #   docs/results/pe_small/sweep_1.3m.sh SWEEP_DIR [extra launch/sweep.py flags]
 set -euo pipefail
