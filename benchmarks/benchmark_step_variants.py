@@ -57,6 +57,12 @@ VARIANTS = {
     "no_dot_merger": Variant(compiler_options=(("xla_gpu_dot_merger_threshold_mb", 0),)),
     "no_triton_gemm": Variant(compiler_options=_NO_TRITON_GEMM),
     "fused_split_no_triton_gemm": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM),
+    # cuDNN attention given each packed row's segments (the default 16 samples a row, + 1 for
+    # the padding) instead of the same-segment mask it takes as a bias and differentiates.
+    "fast_segments": Variant((_FUSED, _SPLIT, "model.cudnn_segments=17"), _NO_TRITON_GEMM),
+    # GEMMs through cuBLASLt, whose epilogues can take a following elementwise op.
+    "fast_cublaslt": Variant((_FUSED, _SPLIT),
+                             _NO_TRITON_GEMM + (("xla_gpu_enable_cublaslt", True),)),
     # Over several GPUs: XLA's latency-hiding scheduler, which overlaps collectives with
     # compute, alone and with all-reduces combined only up to 8 MiB (the smaller all-reduces of
     # the last layers' gradients can then start while earlier layers' backward runs).

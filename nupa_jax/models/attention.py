@@ -3,7 +3,9 @@
 The kernel is `jax.nn.dot_product_attention` (implementation `xla`, `cudnn` or `auto` from
 config; see `implementation`).
 Packed rows are masked by segment id (a token sees only earlier tokens of its own sample);
-ALiBi / FIRE add a per-pair bias. With a KV cache (decoding), the new keys and values are
+ALiBi / FIRE add a per-pair bias. cuDNN takes such a mask as an additive bias whose gradient it
+computes too; with `ModelConfig.cudnn_segments` it is given each row's segments as lengths and
+offsets instead (`segment_layout`), cuDNN's packed-sequence layout, and no mask at all. With a KV cache (decoding), the new keys and values are
 written at a slot shared by the whole batch (prompts are left-aligned by the caller) and the
 mask is causal in slot order; decoding always uses the XLA kernel.
 """
@@ -28,6 +30,7 @@ class Context(NamedTuple):
   bias: jax.Array | None                      # float32[B, heads, T, S]
   is_causal: bool                             # mask is only the segment part
   implementation: str                         # 'xla' | 'cudnn'
+  segments: tuple[jax.Array, jax.Array] | None = None  # segment_layout, in place of mask
 
 
 class LayerCache(NamedTuple):
@@ -73,10 +76,22 @@ class Attention(nnx.Module):
       # 1/8, while the XLA path and decoding keep it in float32.
       if bias is not None:
         bias = bias.astype(q.dtype)
-    out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
-                                       is_causal=ctx.is_causal,
-                                       implementation=ctx.implementation)
+    if ctx.segments is not None:
+      out = _cudnn_by_segments(q, k, v, *ctx.segments)
+    else:
+      out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
+                                         is_causal=ctx.is_causal,
+                                         implementation=ctx.implementation)
     return self.o(out, rng=keys[3]), cache
+
+
+def _cudnn_by_segments(q, k, v, lengths, offsets):
+  """Causal attention within each segment of cuDNN's packed layout. `jax.nn` exposes no
+  offsets, so this calls the cuDNN entry point it wraps (same kernels, same scale)."""
+  from jax._src.cudnn import fused_attention_stablehlo as cudnn
+  return cudnn.dot_product_attention(
+      q, k, v, q_seqlen=lengths, kv_seqlen=lengths, q_offsets=offsets, kv_offsets=offsets,
+      scale=q.shape[-1] ** -0.5, mask_type=cudnn.MaskType.PADDING_CAUSAL)
 
 
 def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:
@@ -84,6 +99,25 @@ def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:
   if segment_ids is None:
     return None
   return (segment_ids[:, :, None] == segment_ids[:, None, :])[:, None]
+
+
+def segment_layout(segment_ids: jax.Array, most: int) -> tuple[jax.Array, jax.Array]:
+  """(lengths int32[B, most], offsets int32[B, most + 1]) of packed rows for cuDNN.
+
+  A row holds samples 1, 2, ... one after another, then its padding (segment id 0), as
+  `data.packing.pack` lays them out. Slot j < most - 1 is sample j + 1 and the last slot the
+  padding, which attends to itself as the mask does; an empty slot is -1 in both arrays, as
+  cuDNN's layout wants, and the last offset is always -1. A row with more than most - 1
+  samples would merge the rest with its padding, so the model's `cudnn_segments` must exceed
+  the samples a row holds.
+  """
+  ids = jnp.where(segment_ids == 0, most, jnp.minimum(segment_ids, most))
+  slots = jnp.arange(1, most + 1, dtype=ids.dtype)
+  lengths = (ids[:, None, :] == slots[None, :, None]).sum(-1, dtype=jnp.int32)
+  starts = jnp.cumsum(lengths, axis=-1, dtype=jnp.int32) - lengths
+  empty = lengths == 0
+  offsets = jnp.pad(jnp.where(empty, -1, starts), ((0, 0), (0, 1)), constant_values=-1)
+  return jnp.where(empty, -1, lengths), offsets
 
 
 def cache_mask(q_segments: jax.Array, k_segments: jax.Array, index: jax.Array) -> jax.Array:

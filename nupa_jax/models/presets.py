@@ -66,6 +66,10 @@ class ModelConfig:
   # not with a remat policy, whose layers run as a rolled scan).
   fused_projections: bool = False
   split_layers: bool = False
+  # cuDNN attention over packed rows given as at most this many segments (the samples a row
+  # holds + 1 for its padding) instead of a same-segment mask, which cuDNN takes as a bias and
+  # differentiates; 0: the mask. Only for training passes without an attention bias.
+  cudnn_segments: int = 0
 
   @property
   def posenc_options(self) -> dict[str, Any]:
@@ -148,5 +152,7 @@ def _check(c: ModelConfig) -> None:
   if c.attention_impl == "cudnn" and cudnn_unsupported(c):
     raise ValueError(f"attention_impl='cudnn' {cudnn_unsupported(c)}; use attention_impl='xla'"
                      " or 'auto'")
+  if c.cudnn_segments < 0:
+    raise ValueError(f"cudnn_segments must be >= 0 (0: a mask), not {c.cudnn_segments}")
   if c.remat not in REMAT_POLICIES:
     raise ValueError(f"unknown remat {c.remat!r}; known: {', '.join(sorted(REMAT_POLICIES))}")

@@ -25,7 +25,7 @@ from flax import nnx
 
 from nupa_jax.models import embeddings, posenc
 from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
-                                       implementation, training_mask)
+                                       implementation, segment_layout, training_mask)
 from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
 from nupa_jax.models.presets import REMAT_POLICIES, ModelConfig, resolve
 from nupa_jax.sharding import constrain
@@ -168,9 +168,12 @@ class Transformer(nnx.Module):
       k_positions = cache.positions
       mask = cache_mask(features.segment_ids, cache.segment_ids, cache.index)
       is_causal, kernel = False, "xla"
-    ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask,
-                  bias=self.posenc.attention_bias(features.positions, k_positions),
-                  is_causal=is_causal, implementation=kernel)
+    bias = self.posenc.attention_bias(features.positions, k_positions)
+    segments = None
+    if mask is not None and kernel == "cudnn" and bias is None and self.config.cudnn_segments:
+      segments, mask = segment_layout(features.segment_ids, self.config.cudnn_segments), None
+    ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask, bias=bias,
+                  is_causal=is_causal, implementation=kernel, segments=segments)
     x, cache = self._run_layers(x, ctx, cache, layer_rng)
     return self.norm(x), cache
 

@@ -131,3 +131,28 @@ def test_fused_projections_run_apart_on_a_tensor_parallel_mesh():
 
   assert "concatenate" in primitives(1)
   assert "concatenate" not in primitives(2)
+
+
+def _mask_of_layout(lengths, offsets, length):
+  """bool[B, T, T] same-segment mask written out from cuDNN's packed layout."""
+  lengths, offsets = np.asarray(lengths), np.asarray(offsets)
+  segment_of = np.full((len(lengths), length), -1)
+  for row in range(len(lengths)):
+    for slot, (n, start) in enumerate(zip(lengths[row], offsets[row])):
+      if n >= 0:
+        assert start >= 0 and (segment_of[row, start:start + n] == -1).all()
+        segment_of[row, start:start + n] = slot
+  assert (segment_of >= 0).all(), "every token in a segment"
+  return segment_of[:, :, None] == segment_of[:, None, :]
+
+
+def test_segment_layout_lists_each_rows_samples_then_its_padding():
+  from nupa_jax.models.attention import segment_layout, training_mask
+  _, features, _ = _packed_batch()
+  segments = features["segment_ids"]
+  lengths, offsets = segment_layout(jnp.asarray(segments), 4)
+  np.testing.assert_array_equal(lengths, [[5, 4, 3, -1], [6, 4, -1, 2]])
+  np.testing.assert_array_equal(offsets, [[0, 5, 9, -1, -1], [0, 6, -1, 10, -1]])
+  np.testing.assert_array_equal(_mask_of_layout(lengths, offsets, segments.shape[1]),
+                                np.asarray(training_mask(jnp.asarray(segments)))[:, 0])
+
