@@ -172,6 +172,8 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
     ({"data.tasks": {"add_integer": 1.0}}, "add_integer"),
     ({"train.steps_per_call": 3},
      "config.train.log_every=1 is not a multiple of config.train.steps_per_call=3"),
+    ({"model.cudnn_segments": 4},
+     r"config.model.cudnn_segments=4 must exceed the 4 samples a row holds .* set it to 5"),
 ])
 def test_config_errors_name_the_fix(tmp_path, overrides, message):
   config = training_testing.micro_config()
