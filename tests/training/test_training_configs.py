@@ -114,6 +114,7 @@ def test_mixed_family_trains_every_task_up_to_its_tier():
   assert dict(c.data.tasks) == {"all": 1.0}
   assert tuple(c.data.train_digits) == (1, 20)
   assert tuple(c.data.task_digits["max_int"]) == (1, 100)
+  assert c.model.cudnn_segments == c.data.samples_per_row + 1 == 5  # each sample + padding
 
 
 def test_mixed_family_budget_questions_and_the_paper_scoring():
@@ -125,6 +126,7 @@ def test_mixed_family_budget_questions_and_the_paper_scoring():
   assert (c.eval.learned_digits_rule, c.eval.dlength_rule) == ("official", "total")
   assert (default.eval.learned_digits_rule, default.eval.dlength_rule) == ("prefix", "parts")
   assert default.train.steps == 312_500
+  assert default.model.cudnn_segments == default.data.samples_per_row + 1 == 17
   assert (mixed.get_config("eval_every=0").eval.every, default.eval.every) == (0, 25_000)
   with pytest.raises(ValueError, match="unknown scoring 'llm'"):
     mixed.get_config("scoring=llm")
