@@ -73,8 +73,9 @@ def with_overrides(config, overrides: Sequence[str] = ()):
 
 def host_batches(config, count: int):
   """`count` consecutive real training batches as numpy (one process's rows = all rows), made
-  in this process (grain workers would only add their start-up to a few batches)."""
-  pipeline = data_lib.Pipeline(config)
+  in this process (grain workers would only add their start-up to a few batches), as a run of
+  `config` makes them (its text mode's rows: RF-CoT's one trace a row, for one)."""
+  pipeline = data_lib.Pipeline(*data_lib.run_config(config))
   with pipeline.train_iterator(None, 0, num_workers=0) as it:
     batches = [next(it) for _ in range(count)]
   return pipeline, batches
