@@ -113,5 +113,8 @@ def _rfcot(arg, names):
     # for the layer being recomputed), so a step fits an 80 GB card too.
     config.model.remat = "full"
     config.train.microbatches = 4
+    # A row holds one trace, then padding: cuDNN attends within each of the two segments, not
+    # over the whole row with a mask (1.4x the step on an H200, docs/benchmarks; same math).
+    config.model.cudnn_segments = 2
   config.eval.batch_size = 128  # the paper's RF-CoT inference batch (tab:inference_time)
   return config

@@ -199,6 +199,8 @@ def test_rfcot_family_rfft_arms_share_tasks_budget_and_test_cells():
   # A trace a row: each layer is recomputed in the backward pass (activations would not fit).
   assert (cot_arm.model.remat, direct.model.remat) == ("full", plain.model.remat)
   assert (cot_arm.train.microbatches, direct.train.microbatches) == (4, 1)
+  # cuDNN attends within the trace and within its padding; the packed direct rows keep the mask.
+  assert (cot_arm.model.cudnn_segments, direct.model.cudnn_segments) == (2, 0)
   # cells=table: both arms scored at the table's three lengths a task only.
   cells = {"add_float": (5, 7), "multiply_hard_frac": (2, 4), "max_sci": (38, 40),
            "mod_int": (6, 8)}
