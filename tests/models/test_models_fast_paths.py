@@ -73,10 +73,11 @@ def _with_biases_and_adapters(config):
   """A tiny Qwen-like model (q/k/v biases) with LoRA on every projection, none of them zero."""
   model = model_testing.build(config)
   lora.apply(model, rank=2, alpha=4.0, targets=lora.TARGETS, rngs=nnx.Rngs(1))
-  state = nnx.state(model)
-  noise = iter(jax.random.split(jax.random.key(2), len(jax.tree.leaves(state))))
-  nnx.update(model, jax.tree.map(lambda a: a + 0.05 * jax.random.normal(next(noise), a.shape),
-                                 state))
+  # The noise is drawn and added on the host: as jax operations each leaf shape compiles its own.
+  noise = np.random.default_rng(2)
+  nnx.update(model, jax.tree.map(
+      lambda a: jnp.asarray(np.asarray(a) + 0.05 * noise.normal(size=a.shape), a.dtype),
+      nnx.state(model)))
   return model
 
 
@@ -94,13 +95,18 @@ def test_fused_projections_decode_as_the_default_through_the_kv_cache():
   outputs = []
   for knobs in ({}, KNOBS["both"]):
     model = model_testing.build(tiny("rope", **knobs))
-    prompt, cache = model.extend(model.init_cache(2, tokens.shape[1] + 1), jnp.asarray(tokens),
-                                 **features)
-    last = {k: v[:, -1:] for k, v in features.items()}
-    step, _ = model.extend(cache, jnp.asarray(tokens[:, -1:]), last_only=True,
-                           positions=last["positions"] + 1, segment_ids=last["segment_ids"])
-    outputs.append((prompt, step))
+    outputs.append(_prompt_then_one_token(model, jnp.asarray(tokens), features))
   _assert_trees_close(outputs[1], outputs[0])
+
+
+@nnx.jit
+def _prompt_then_one_token(model, tokens, features):
+  """The logits of a prompt extended into an empty cache, then of its last token again."""
+  prompt, cache = model.extend(model.init_cache(2, tokens.shape[1] + 1), tokens, **features)
+  last = {k: v[:, -1:] for k, v in features.items()}
+  step, _ = model.extend(cache, tokens[:, -1:], last_only=True,
+                         positions=last["positions"] + 1, segment_ids=last["segment_ids"])
+  return prompt, step
 
 
 def test_rotary_equals_rotate_half_written_out():
