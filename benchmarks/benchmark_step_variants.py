@@ -91,7 +91,7 @@ VARIANTS = {
 # Every variant starts from the speed settings all off, whatever a size's config turns on
 # (configs/common.py), so that `base` is the plain step and each variant adds its own.
 BASELINE = ("model.fused_projections=False", "model.split_layers=False",
-            "train.gpu_triton_gemm=True")
+            "model.cudnn_segments=0", "train.gpu_triton_gemm=True")
 
 
 def resolve(name: str) -> Variant:

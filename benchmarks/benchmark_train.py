@@ -36,6 +36,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the conf
 from configs import pe as pe_configs
 from nupa_jax import data as data_lib
 from nupa_jax import models
+from nupa_jax.models import attention
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.models import state as state_lib
 from nupa_jax.training import settings as train_settings
@@ -52,7 +53,9 @@ def make_config(size: str, pe: str, task: str, batch_size: int, samples_per_row:
   config = pe_configs.get_config(f"pe={pe},task={task},size={size}")
   config.train.batch_size = batch_size
   config.data.samples_per_row = samples_per_row
-  return with_overrides(config, overrides)
+  config = with_overrides(config, overrides)
+  attention.check_segments(int(config.model.get("cudnn_segments", 0)), samples_per_row)
+  return config
 
 
 def with_overrides(config, overrides: Sequence[str] = ()):

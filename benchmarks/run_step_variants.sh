@@ -32,8 +32,12 @@ fi
   --steps="${STEPS:-20}" --rounds="${ROUNDS:-5}" --json="$OUT/variants.jsonl" \
   ${VARIANTS:+--variants="$VARIANTS"} --best_to="$OUT/best.txt" 2>&1 | tee "$OUT/variants.log"
 # XLA reads a blank XLA_FLAGS as a file name: set it only when there are flags.
-PROFILE_FLAGS=$(echo ${XLA_FLAGS:-} ${PROFILE_XLA_FLAGS:-})
-if [[ -n $PROFILE_FLAGS ]]; then export XLA_FLAGS=$PROFILE_FLAGS; else unset XLA_FLAGS; fi
+PROFILE_FLAGS="${XLA_FLAGS:-} ${PROFILE_XLA_FLAGS:-}"
+if [[ $PROFILE_FLAGS == *[![:space:]]* ]]; then
+  export XLA_FLAGS=$PROFILE_FLAGS
+else
+  unset XLA_FLAGS
+fi
 "$PYTHON" benchmarks/profile_train.py --size="${SIZE:-100m}" --batch="${BATCHES%%,*}" \
   --variant="$(cat "$OUT/best.txt")" --json="$OUT/profile.jsonl" \
   --hlo_out="$OUT/best_hlo.txt" 2>&1 | tee "$OUT/profile.log"

@@ -5,9 +5,9 @@ configs/rfcot.py with `model=DIR`).
 Such a run differs from a from-scratch one in four places, each a function here, which the
 `pretrained` model source (mode.py) calls:
 - `build`: the checkpoint's architecture (its config.json; `config.model` adds only the runtime
-  fields `RUNTIME_FIELDS`: dtypes, attention kernel, remat, scan unrolling), with LoRA
-  adapters when `config.lora.rank` > 0 (rank, alpha, dropout, targets), and an optimizer of
-  `trainable(config)`: the adapters only, or every parameter without LoRA;
+  fields `RUNTIME_FIELDS`: dtypes, attention kernel and its segments, remat, scan unrolling),
+  with LoRA adapters when `config.lora.rank` > 0 (rank, alpha, dropout, targets), and an
+  optimizer of `trainable(config)`: the adapters only, or every parameter without LoRA;
 - `spec` / `initialise`: the sharded state, the base weights read from the checkpoint straight
   into their shardings (`hf.load_params`) and only the rest (adapters, optimizer state)
   created by a jitted initialiser, whose random base initialisation is dead code that XLA drops:
@@ -39,7 +39,8 @@ from nupa_jax.models import lora
 from nupa_jax.models import state as state_lib
 
 EXPORT_DIR = "export"
-RUNTIME_FIELDS = ("dtype", "param_dtype", "attention_impl", "remat", "scan_unroll")
+RUNTIME_FIELDS = ("dtype", "param_dtype", "attention_impl", "remat", "scan_unroll",
+                  "cudnn_segments")
 # Files of the source checkpoint copied next to exported weights (whichever exist).
 TOKENIZER_FILES = ("tokenizer.json", tokenizer_lib.TOKENIZER_CONFIG, "special_tokens_map.json",
                    tokenizer_lib.GENERATION_CONFIG, tokenizer_lib.CHAT_TEMPLATE_FILE)

@@ -1,13 +1,14 @@
 """Grouped-query causal self-attention with segment masking and an optional KV cache.
 
 The kernel is `jax.nn.dot_product_attention` (implementation `xla`, `cudnn` or `auto` from
-config; see `implementation`).
+config; see `implementation`), or cuDNN's packed-sequence entry point (below).
 Packed rows are masked by segment id (a token sees only earlier tokens of its own sample);
-ALiBi / FIRE add a per-pair bias. cuDNN takes such a mask as an additive bias whose gradient it
-computes too; with `ModelConfig.cudnn_segments` it is given each row's segments as lengths and
-offsets instead (`segment_layout`), cuDNN's packed-sequence layout, and no mask at all. With a KV cache (decoding), the new keys and values are
-written at a slot shared by the whole batch (prompts are left-aligned by the caller) and the
-mask is causal in slot order; decoding always uses the XLA kernel.
+ALiBi / FIRE add a per-pair bias. cuDNN takes such a mask as an additive bias over the whole
+row, whose gradient it computes too; with `ModelConfig.cudnn_segments` on a GPU that has
+cuDNN's packed layout (Hopper or later) it is given each row's segments as lengths and offsets
+instead (`segment_layout`), and no mask at all. With a KV cache (decoding), the new keys and
+values are written at a slot shared by the whole batch (prompts are left-aligned by the
+caller) and the mask is causal in slot order; decoding always uses the XLA kernel.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
+# `jax.nn.dot_product_attention` takes no segment offsets; its cuDNN entry point does.
+from jax._src.cudnn import fused_attention_stablehlo as cudnn_attention
 
 from nupa_jax.models.layers import Dense, project, split_or_none
 from nupa_jax.models.posenc import apply_rotary
@@ -42,7 +46,7 @@ class LayerCache(NamedTuple):
 
 
 class Attention(nnx.Module):
-  """q, k, v, o projections around jax.nn.dot_product_attention."""
+  """q, k, v, o projections around the attention kernel (`Context.implementation`)."""
 
   def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
     e, n, k, h = config.hidden, config.heads, config.kv_heads, config.head_dim
@@ -86,12 +90,21 @@ class Attention(nnx.Module):
 
 
 def _cudnn_by_segments(q, k, v, lengths, offsets):
-  """Causal attention within each segment of cuDNN's packed layout. `jax.nn` exposes no
-  offsets, so this calls the cuDNN entry point it wraps (same kernels, same scale)."""
-  from jax._src.cudnn import fused_attention_stablehlo as cudnn
-  return cudnn.dot_product_attention(
+  """Causal attention within each segment of cuDNN's packed layout: the entry point that
+  `jax.nn.dot_product_attention` wraps, with its scale."""
+  return cudnn_attention.dot_product_attention(
       q, k, v, q_seqlen=lengths, kv_seqlen=lengths, q_offsets=offsets, kv_offsets=offsets,
-      scale=q.shape[-1] ** -0.5, mask_type=cudnn.MaskType.PADDING_CAUSAL)
+      scale=1.0 / np.sqrt(q.shape[-1]), mask_type=cudnn_attention.MaskType.PADDING_CAUSAL)
+
+
+def packed_layout_available() -> bool:
+  """Whether the default device runs cuDNN's packed layout: a GPU of compute capability 9.0
+  (Hopper) or later; elsewhere jax refuses it as the first step is traced."""
+  device = jax.devices()[0]
+  capability = getattr(device, "compute_capability", None)
+  if device.platform != "gpu" or not capability:
+    return False
+  return tuple(int(x) for x in str(capability).split(".")[:2]) >= (9, 0)
 
 
 def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:
@@ -107,9 +120,10 @@ def segment_layout(segment_ids: jax.Array, most: int) -> tuple[jax.Array, jax.Ar
   A row holds samples 1, 2, ... one after another, then its padding (segment id 0), as
   `data.packing.pack` lays them out. Slot j < most - 1 is sample j + 1 and the last slot the
   padding, which attends to itself as the mask does; an empty slot is -1 in both arrays, as
-  cuDNN's layout wants, and the last offset is always -1. A row with more than most - 1
-  samples would merge the rest with its padding, so the model's `cudnn_segments` must exceed
-  the samples a row holds.
+  cuDNN's layout wants, and the last offset is always -1. Samples past slot most - 2 share the
+  padding's slot: sample most - 1 alone there attends as before (its padding comes after it),
+  two samples there would see each other. The trainer therefore asks for `cudnn_segments`
+  above the samples a row holds, one slot of margin.
   """
   ids = jnp.where(segment_ids == 0, most, jnp.minimum(segment_ids, most))
   slots = jnp.arange(1, most + 1, dtype=ids.dtype)
@@ -118,6 +132,15 @@ def segment_layout(segment_ids: jax.Array, most: int) -> tuple[jax.Array, jax.Ar
   empty = lengths == 0
   offsets = jnp.pad(jnp.where(empty, -1, starts), ((0, 0), (0, 1)), constant_values=-1)
   return jnp.where(empty, -1, lengths), offsets
+
+
+def check_segments(most: int, samples_per_row: int) -> None:
+  """ValueError unless `most` segments (`ModelConfig.cudnn_segments`; 0: a mask) hold a row's
+  samples and its padding (`segment_layout`: beyond them, samples share a segment)."""
+  if 0 < most <= samples_per_row:
+    raise ValueError(f"config.model.cudnn_segments={most} must exceed the {samples_per_row} "
+                     f"samples a row holds (one more for its padding): set it to "
+                     f"{samples_per_row + 1}, or 0 for a mask")
 
 
 def cache_mask(q_segments: jax.Array, k_segments: jax.Array, index: jax.Array) -> jax.Array:

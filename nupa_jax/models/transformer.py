@@ -25,7 +25,8 @@ from flax import nnx
 
 from nupa_jax.models import embeddings, posenc
 from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
-                                       implementation, segment_layout, training_mask)
+                                       implementation, packed_layout_available,
+                                       segment_layout, training_mask)
 from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
 from nupa_jax.models.presets import REMAT_POLICIES, ModelConfig, resolve
 from nupa_jax.sharding import constrain
@@ -170,8 +171,11 @@ class Transformer(nnx.Module):
       is_causal, kernel = False, "xla"
     bias = self.posenc.attention_bias(features.positions, k_positions)
     segments = None
-    if mask is not None and kernel == "cudnn" and bias is None and self.config.cudnn_segments:
-      segments, mask = segment_layout(features.segment_ids, self.config.cudnn_segments), None
+    if (mask is not None and kernel == "cudnn" and bias is None and self.config.cudnn_segments
+        and packed_layout_available()):
+      lengths, offsets = segment_layout(features.segment_ids, self.config.cudnn_segments)
+      # Row by row with q, k and v, which cuDNN's partitioner assumes of these operands.
+      segments, mask = (constrain(lengths, "batch"), constrain(offsets, "batch")), None
     ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask, bias=bias,
                   is_causal=is_causal, implementation=kernel, segments=segments)
     x, cache = self._run_layers(x, ctx, cache, layer_rng)

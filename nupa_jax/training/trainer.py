@@ -45,6 +45,7 @@ from nupa_jax.data import workers as workers_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
+from nupa_jax.models import attention
 from nupa_jax.training import data_wait
 from nupa_jax.training import optimizer as optimizer_lib
 from nupa_jax.training import settings as settings_lib
@@ -92,7 +93,8 @@ class _Run:
       _check_microbatches(self.train.microbatches, self.pipeline.rows,
                           sharding_lib.batch_divisor(self.mesh))
       _check_steps_per_call(self.train, self.checkpoint.every, self.eval.every)
-      _check_segments(config.model, self.pipeline.settings.samples_per_row)
+      attention.check_segments(int(config.model.get("cudnn_segments", 0)),
+                               self.pipeline.settings.samples_per_row)
       self.schedule = optimizer_lib.schedule(self.train)
       self.tx = optimizer_lib.make(self.train)
       self.spec = self.mode.model.state_spec(config, self.encoder.vocab_size, self.mesh,
@@ -187,16 +189,6 @@ def _check_microbatches(microbatches: int, rows: int, divisor: int) -> None:
     raise ValueError(f"config.train.microbatches={microbatches} does not divide the "
                      f"{rows // divisor} rows of each of the {divisor} batch-axis devices "
                      f"({rows} rows a batch)")
-
-
-def _check_segments(model, samples_per_row: int) -> None:
-  """ValueError unless cuDNN's segments (`model.cudnn_segments`) hold a row's samples and its
-  padding: with fewer, the last samples would share the padding's segment."""
-  most = int(model.get("cudnn_segments", 0))
-  if most and most <= samples_per_row:
-    raise ValueError(f"config.model.cudnn_segments={most} must exceed the {samples_per_row} "
-                     f"samples a row holds (one more for its padding): set it to "
-                     f"{samples_per_row + 1}, or 0 for a mask")
 
 
 def _check_steps_per_call(train: settings_lib.Train, ckpt_every: int, eval_every: int) -> None:

@@ -1,6 +1,8 @@
 """The speed knobs keep the numbers: fused q/k/v and gate/up projections and split layer
 parameters give the default path's logits and gradients (RoPE, ALiBi, NoPE, q/k/v biases,
-LoRA adapters, the KV-cache path), and the rotary embedding equals rotate_half written out."""
+LoRA adapters, the KV-cache path), so does attention by cuDNN segments instead of a mask (its
+layout, and the model's path with the kernel written out in XLA), and the rotary embedding
+equals rotate_half written out."""
 import functools
 
 import jax
@@ -9,7 +11,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nupa_jax.models import lora, posenc
+from nupa_jax.models import attention, lora, posenc, transformer
 import model_testing
 from model_testing import QUICK, VOCAB, tiny
 
@@ -90,6 +92,17 @@ def test_fused_projections_add_each_projections_bias_and_lora_update():
   _assert_trees_close((got_logits, got_grads), (logits, grads))
 
 
+@nnx.jit
+def _prompt_then_one_token(model, tokens, features):
+  """The logits of a prompt extended into an empty cache, then of one decoding step (its last
+  token fed again) through that cache."""
+  prompt, cache = model.extend(model.init_cache(2, tokens.shape[1] + 1), tokens, **features)
+  last = {k: v[:, -1:] for k, v in features.items()}
+  step, _ = model.extend(cache, tokens[:, -1:], last_only=True,
+                         positions=last["positions"] + 1, segment_ids=last["segment_ids"])
+  return prompt, step
+
+
 def test_fused_projections_decode_as_the_default_through_the_kv_cache():
   tokens, features, _ = _packed_batch(2)
   outputs = []
@@ -97,16 +110,6 @@ def test_fused_projections_decode_as_the_default_through_the_kv_cache():
     model = model_testing.build(tiny("rope", **knobs))
     outputs.append(_prompt_then_one_token(model, jnp.asarray(tokens), features))
   _assert_trees_close(outputs[1], outputs[0])
-
-
-@nnx.jit
-def _prompt_then_one_token(model, tokens, features):
-  """The logits of a prompt extended into an empty cache, then of its last token again."""
-  prompt, cache = model.extend(model.init_cache(2, tokens.shape[1] + 1), tokens, **features)
-  last = {k: v[:, -1:] for k, v in features.items()}
-  step, _ = model.extend(cache, tokens[:, -1:], last_only=True,
-                         positions=last["positions"] + 1, segment_ids=last["segment_ids"])
-  return prompt, step
 
 
 def test_rotary_equals_rotate_half_written_out():
@@ -153,12 +156,37 @@ def _mask_of_layout(lengths, offsets, length):
 
 
 def test_segment_layout_lists_each_rows_samples_then_its_padding():
-  from nupa_jax.models.attention import segment_layout, training_mask
   _, features, _ = _packed_batch()
   segments = features["segment_ids"]
-  lengths, offsets = segment_layout(jnp.asarray(segments), 4)
+  lengths, offsets = attention.segment_layout(jnp.asarray(segments), 4)
   np.testing.assert_array_equal(lengths, [[5, 4, 3, -1], [6, 4, -1, 2]])
   np.testing.assert_array_equal(offsets, [[0, 5, 9, -1, -1], [0, 6, -1, 10, -1]])
   np.testing.assert_array_equal(_mask_of_layout(lengths, offsets, segments.shape[1]),
-                                np.asarray(training_mask(jnp.asarray(segments)))[:, 0])
+                                np.asarray(attention.training_mask(jnp.asarray(segments)))[:, 0])
+  with pytest.raises(ValueError, match="cudnn_segments=4 must exceed the 4 samples a row "):
+    attention.check_segments(4, 4)
+  attention.check_segments(5, 4)
+  attention.check_segments(0, 4)
 
+
+def _attention_by_layout(q, k, v, lengths, offsets):
+  """cuDNN's packed layout written out in XLA: causal attention within each listed segment."""
+  t = jnp.arange(q.shape[1])
+  starts, lengths = offsets[:, :-1, None], lengths[:, :, None]
+  inside = (starts <= t) & (t < starts + lengths) & (lengths > 0)  # [B, slots, T]
+  segment_of = jnp.argmax(inside, axis=1)
+  mask = (segment_of[:, :, None] == segment_of[:, None, :])[:, None]
+  return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=True, implementation="xla")
+
+
+def test_training_forward_by_segments_gives_the_masks_logits_and_gradients(monkeypatch):
+  """The model's path by segments (cuDNN's kernel replaced by `_attention_by_layout`, as CPUs
+  have no cuDNN) against the mask: a full row and a row with an empty slot and padding."""
+  tokens, features, weights = _packed_batch(3)
+  expected = _logits_and_grads(model_testing.build(tiny("rope")), tokens, features, weights)
+  monkeypatch.setattr(transformer, "implementation", lambda *_: "cudnn")
+  monkeypatch.setattr(transformer, "packed_layout_available", lambda: True)
+  monkeypatch.setattr(attention, "_cudnn_by_segments", _attention_by_layout)
+  got = _logits_and_grads(model_testing.build(tiny("rope", cudnn_segments=4)), tokens,
+                          features, weights)
+  _assert_trees_close(got, expected)
