@@ -98,13 +98,10 @@ def _cudnn_by_segments(q, k, v, lengths, offsets):
 
 
 def packed_layout_available() -> bool:
-  """Whether the default device runs cuDNN's packed layout: a GPU of compute capability 9.0
-  (Hopper) or later; elsewhere jax refuses it as the first step is traced."""
-  device = jax.devices()[0]
-  capability = getattr(device, "compute_capability", None)
-  if device.platform != "gpu" or not capability:
-    return False
-  return tuple(int(x) for x in str(capability).split(".")[:2]) >= (9, 0)
+  """Whether cuDNN's packed layout runs here: a CUDA GPU of compute capability 9.0 (Hopper) or
+  later, by the test jax's cuDNN attention itself applies (elsewhere it refuses the layout as
+  the first step is traced)."""
+  return cudnn_attention.check_compute_capability("9.0")
 
 
 def training_mask(segment_ids: jax.Array | None) -> jax.Array | None:

@@ -142,17 +142,14 @@ def test_fused_projections_run_apart_on_a_tensor_parallel_mesh():
   assert "concatenate" not in primitives(2)
 
 
-def _mask_of_layout(lengths, offsets, length):
-  """bool[B, T, T] same-segment mask written out from cuDNN's packed layout."""
-  lengths, offsets = np.asarray(lengths), np.asarray(offsets)
-  segment_of = np.full((len(lengths), length), -1)
-  for row in range(len(lengths)):
-    for slot, (n, start) in enumerate(zip(lengths[row], offsets[row])):
-      if n >= 0:
-        assert start >= 0 and (segment_of[row, start:start + n] == -1).all()
-        segment_of[row, start:start + n] = slot
-  assert (segment_of >= 0).all(), "every token in a segment"
-  return segment_of[:, :, None] == segment_of[:, None, :]
+def _segments_of_layout(lengths, offsets, length):
+  """cuDNN's packed layout written out: bool[B, T, T] whether two positions share a listed
+  segment, and int[B, T] how many listed segments hold each position."""
+  t = jnp.arange(length)
+  starts, lengths = offsets[:, :-1, None], lengths[:, :, None]
+  inside = (starts <= t) & (t < starts + lengths) & (lengths > 0)  # [B, slots, T]
+  segment_of = jnp.argmax(inside, axis=1)
+  return segment_of[:, :, None] == segment_of[:, None, :], inside.sum(1)
 
 
 def test_segment_layout_lists_each_rows_samples_then_its_padding():
@@ -161,8 +158,9 @@ def test_segment_layout_lists_each_rows_samples_then_its_padding():
   lengths, offsets = attention.segment_layout(jnp.asarray(segments), 4)
   np.testing.assert_array_equal(lengths, [[5, 4, 3, -1], [6, 4, -1, 2]])
   np.testing.assert_array_equal(offsets, [[0, 5, 9, -1, -1], [0, 6, -1, 10, -1]])
-  np.testing.assert_array_equal(_mask_of_layout(lengths, offsets, segments.shape[1]),
-                                np.asarray(attention.training_mask(jnp.asarray(segments)))[:, 0])
+  same, holders = _segments_of_layout(lengths, offsets, segments.shape[1])
+  np.testing.assert_array_equal(holders, 1)  # every position in exactly one segment
+  np.testing.assert_array_equal(same, attention.training_mask(jnp.asarray(segments))[:, 0])
   with pytest.raises(ValueError, match="cudnn_segments=4 must exceed the 4 samples a row "):
     attention.check_segments(4, 4)
   attention.check_segments(5, 4)
@@ -171,12 +169,9 @@ def test_segment_layout_lists_each_rows_samples_then_its_padding():
 
 def _attention_by_layout(q, k, v, lengths, offsets):
   """cuDNN's packed layout written out in XLA: causal attention within each listed segment."""
-  t = jnp.arange(q.shape[1])
-  starts, lengths = offsets[:, :-1, None], lengths[:, :, None]
-  inside = (starts <= t) & (t < starts + lengths) & (lengths > 0)  # [B, slots, T]
-  segment_of = jnp.argmax(inside, axis=1)
-  mask = (segment_of[:, :, None] == segment_of[:, None, :])[:, None]
-  return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=True, implementation="xla")
+  same, _ = _segments_of_layout(lengths, offsets, q.shape[1])
+  return jax.nn.dot_product_attention(q, k, v, mask=same[:, None], is_causal=True,
+                                      implementation="xla")
 
 
 def test_training_forward_by_segments_gives_the_masks_logits_and_gradients(monkeypatch):
