@@ -4,7 +4,7 @@ The kernel is `jax.nn.dot_product_attention` (implementation `xla`, `cudnn` or `
 config; see `implementation`), or cuDNN's packed-sequence entry point (below).
 Packed rows are masked by segment id (a token sees only earlier tokens of its own sample);
 ALiBi / FIRE add a per-pair bias. cuDNN takes such a mask as an additive bias over the whole
-row, whose gradient it computes too; with `ModelConfig.cudnn_segments` on a GPU that has
+row, computing every causal pair of it; with `ModelConfig.cudnn_segments` on a GPU that has
 cuDNN's packed layout (Hopper or later) it is given each row's segments as lengths and offsets
 instead (`segment_layout`), and no mask at all. With a KV cache (decoding), the new keys and
 values are written at a slot shared by the whole batch (prompts are left-aligned by the
