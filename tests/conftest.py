@@ -1,13 +1,16 @@
-"""Shared pytest set-up: CPU compiles without LLVM's optimisations, and the official NUPA
-questions, read from NUPA_OFFICIAL_DATA.
+"""Shared pytest set-up: CPU compiles without LLVM's optimisations, one compilation cache for
+the processes the tests start, and the official NUPA questions, read from NUPA_OFFICIAL_DATA.
 
 The official question file (docs/official_data.md) is not part of the repository; point
 NUPA_OFFICIAL_DATA at a copy of it to run the conformance tests, which skip otherwise.
 """
+import atexit
 import gzip
 import json
 import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
 
@@ -20,6 +23,25 @@ OFFICIAL_DATA_VARIABLE = "NUPA_OFFICIAL_DATA"
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = " ".join(
       filter(None, (os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0")))
+
+# The processes the tests start (trainers, sweeps, benchmarks) share one persistent compilation
+# cache for the session: runs of one config in different tests compile it once. The session's
+# first process (pytest-xdist's controller, which loads this file before it starts the workers)
+# makes the folder and removes it at exit; the workers and their children inherit the variable.
+# A test that shares programs between its own runs may still give them a cache of their own.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+  _CACHE = tempfile.mkdtemp(prefix="nupa_jax_tests_xla_")
+  os.environ.update(JAX_COMPILATION_CACHE_DIR=_CACHE,
+                    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+  atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+# The tests' own processes compile every program themselves, so that tests counting
+# compilations (a persistent-cache hit is none) see each one. jax decides once, at its first
+# compile, whether it uses the cache: this comes before any.
+import jax  # noqa: E402  (after the variables above)
+
+jax.config.update("jax_enable_compilation_cache", False)
 
 
 @pytest.fixture(scope="session")
