@@ -42,9 +42,12 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
              XLA_FLAGS="--xla_backend_optimization_level=0")
   out = tmp_path / "results.jsonl"
   spec = "configs/paper.py:table=rope_perf,task=add_int,size=tiny"
+  # One narrow layer: the command and the step compile in seconds.
+  small = [f"--override=model.{k}={v}" for k, v in
+           (("num_layers", 1), ("hidden", 32), ("mlp", 64), ("heads", 4), ("kv_heads", 2))]
   result = subprocess.run(
       [sys.executable, str(SCRIPT), f"--config={spec}", "--steps=10", "--log_every=5",
-       "--step_steps=2", "--override=train.batch_size=64", f"--json={out}",
+       "--step_steps=2", "--override=train.batch_size=64", *small, f"--json={out}",
        f"--workdir={tmp_path / 'run'}"],
       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-4000:]
@@ -55,7 +58,8 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
   assert 0.0 <= run["data_wait_fraction"] <= 1.0
   assert run["steps_per_call"] == 1  # the automatic count, resolved for one CPU device
   assert step["batch"] == 64  # the override reached the step as well as the command
-  assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["batch_size"] == 64
+  written = json.loads((tmp_path / "run" / "config.json").read_text())
+  assert (written["train"]["batch_size"], written["model"]["hidden"]) == (64, 32)
   assert f"--config={ROOT / 'configs' / 'paper.py'}:table=rope_perf" in result.stderr
   records = (tmp_path / "run" / "train_metrics.jsonl").read_text().splitlines()
   assert [r["step"] for r in map(json.loads, records) if "event" not in r] == [5, 10]
