@@ -127,10 +127,10 @@ def test_remat_lowers_the_compiled_memory_of_the_backward_pass():
   recomputation as early as the forward pass and keep every activation."""
   def temp_mib(remat):
     model = model_testing.build(tiny("rope", num_layers=4, hidden=64, heads=4, kv_heads=2,
-                                     mlp=128, max_len=256, dtype="float32", remat=remat,
+                                     mlp=128, max_len=128, dtype="float32", remat=remat,
                                      scan_unroll=True))
     graphdef, state = nnx.split(model)
-    tokens = jnp.zeros((4, 256), jnp.int32)
+    tokens = jnp.zeros((4, 128), jnp.int32)
     loss = lambda state: jnp.mean(nnx.merge(graphdef, state)(tokens) ** 2)
     compiled = jax.jit(jax.grad(loss)).lower(state).compile()
     return compiled.memory_analysis().temp_size_in_bytes / 2**20
