@@ -11,7 +11,10 @@ SCRIPT = ROOT / "benchmarks" / "benchmark_generate_compile.py"
 
 
 def _run(*args):
-  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+  # The first call is timed as a compile: not one loaded from the compilation cache the tests'
+  # processes share (tests/conftest.py).
+  env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
+             JAX_ENABLE_COMPILATION_CACHE="false")
   return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                         env=env, cwd=ROOT, timeout=300)
 

@@ -39,9 +39,10 @@ def micro_args(workdir, **overrides) -> list[str]:
 
 
 def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
-  """Environment of a subprocess with `devices` fake CPU devices; `cache` shares compiled
-  programs between the runs of one test (the persistent compilation cache). LLVM's
-  optimisations are off: they double compile times, and the runs compared use the same flags."""
+  """Environment of a subprocess with `devices` fake CPU devices; `cache` gives the runs of one
+  test a persistent compilation cache of their own (without it they use the one the tests'
+  processes share, tests/conftest.py). LLVM's optimisations are off: they double compile
+  times, and the runs compared use the same flags."""
   flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
   out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
   if cache is not None:
