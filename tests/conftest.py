@@ -25,7 +25,7 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
       filter(None, (os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0")))
 
 # The processes the tests start (trainers, sweeps, benchmarks) share one persistent compilation
-# cache for the session: runs of one config in different tests compile it once. The session's
+# cache for the whole test run: runs of one config in different tests compile it once. The run's
 # first process (pytest-xdist's controller, which loads this file before it starts the workers)
 # makes the folder and removes it at exit; the workers and their children inherit the variable.
 # A JAX_COMPILATION_CACHE_DIR already set is used as it is, with its own settings, and kept.
