@@ -9,6 +9,8 @@
 #   SIZE=tiny BATCHES=16,32 STEPS=2 ROUNDS=1 bash benchmarks/run_step_variants.sh OUT_DIR  # CPU
 #
 # VARIANTS=base,fused (comma separated, the first is the baseline) times only those.
+# OVERRIDES="model.num_layers=1 model.hidden=32" (space separated KEY=VALUE config overrides)
+# apply to every variant and to the profile.
 # PROFILE_XLA_FLAGS are added to XLA_FLAGS for the profile only, e.g.
 # --xla_gpu_enable_command_buffer= (kernels outside CUDA graphs, so that each maps back to its
 # HLO instruction). Several visible GPUs (CUDA_VISIBLE_DEVICES=0,1,2,3): the step runs over all
@@ -21,6 +23,9 @@ set -euo pipefail
 OUT=${1:-${OUT:?usage: run_step_variants.sh OUT_DIR}}
 PYTHON=${PYTHON:-python3}
 BATCHES=${BATCHES:-256,8192}
+read -r -a override_words <<< "${OVERRIDES:-}"
+overrides=()
+for item in "${override_words[@]}"; do overrides+=("--override=$item"); done
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.."
@@ -30,7 +35,8 @@ if command -v nvidia-smi >/dev/null; then
 fi
 "$PYTHON" benchmarks/benchmark_step_variants.py --size="${SIZE:-100m}" --batches="$BATCHES" \
   --steps="${STEPS:-20}" --rounds="${ROUNDS:-5}" --json="$OUT/variants.jsonl" \
-  ${VARIANTS:+--variants="$VARIANTS"} --best_to="$OUT/best.txt" 2>&1 | tee "$OUT/variants.log"
+  ${VARIANTS:+--variants="$VARIANTS"} --best_to="$OUT/best.txt" "${overrides[@]}" 2>&1 |
+  tee "$OUT/variants.log"
 # XLA reads a blank XLA_FLAGS as a file name: set it only when there are flags.
 PROFILE_FLAGS="${XLA_FLAGS:-} ${PROFILE_XLA_FLAGS:-}"
 if [[ $PROFILE_FLAGS == *[![:space:]]* ]]; then
@@ -40,5 +46,5 @@ else
 fi
 "$PYTHON" benchmarks/profile_train.py --size="${SIZE:-100m}" --batch="${BATCHES%%,*}" \
   --variant="$(cat "$OUT/best.txt")" --json="$OUT/profile.jsonl" \
-  --hlo_out="$OUT/best_hlo.txt" 2>&1 | tee "$OUT/profile.log"
+  --hlo_out="$OUT/best_hlo.txt" "${overrides[@]}" 2>&1 | tee "$OUT/profile.log"
 gzip -f "$OUT/best_hlo.txt"

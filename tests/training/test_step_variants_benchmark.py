@@ -86,7 +86,9 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", PYTHON=sys.executable,
              XLA_FLAGS="--xla_backend_optimization_level=0 "
              "--xla_force_host_platform_device_count=2", SIZE="tiny", BATCHES="32",
-             STEPS="2", ROUNDS="1", VARIANTS=",".join(names))
+             STEPS="2", ROUNDS="1", VARIANTS=",".join(names),
+             OVERRIDES="model.num_layers=1 model.hidden=32 model.mlp=64 model.heads=4 "
+             "model.kv_heads=2")
   result = subprocess.run(["bash", str(ROOT / "benchmarks" / "run_step_variants.sh"),
                            str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
@@ -95,7 +97,9 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert [r["variant"] for r in results] == names
   assert all("error" not in r for r in results), [r.get("error") for r in results]
   base, fused = results[:2]
-  assert fused["overrides"] == ["model.fused_projections=True", "model.split_layers=True"]
+  assert fused["overrides"][-2:] == ["model.fused_projections=True", "model.split_layers=True"]
+  # OVERRIDES reach every variant: one layer of 32 (the tiny preset alone has two of 128).
+  assert {r["params"] for r in results} == {results[0]["params"]} and base["params"] < 100_000
   assert fused["compiler_options"] == {"xla_gpu_enable_triton_gemm": False}
   assert any("mesh.shard_optimizer_over_data=True" in r["overrides"] for r in results)
   # A variant on another mesh (parameters split over `fsdp`) gets its own placed batches.
@@ -110,6 +114,7 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert best == min(results, key=lambda r: r["step_ms"])["variant"]
   profile = json.loads((tmp_path / "profile.jsonl").read_text())
   assert profile["variant"] == best and profile["busy_ms_per_step"] > 0
+  assert "model.num_layers=1" in profile["overrides"]  # OVERRIDES reach the profile too
   assert profile["devices"] == 2
   assert 0 <= profile["exposed_collective_ms_per_step"] <= profile["busy_ms_per_step"]
   described = [k for k in profile["top_kernels"] if "op" in k]
