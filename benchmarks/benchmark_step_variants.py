@@ -58,7 +58,7 @@ VARIANTS = {
     "no_triton_gemm": Variant(compiler_options=_NO_TRITON_GEMM),
     "fused_split_no_triton_gemm": Variant((_FUSED, _SPLIT), _NO_TRITON_GEMM),
     # cuDNN attention given each packed row's segments (the default 16 samples a row, + 1 for
-    # the padding) instead of the same-segment mask it takes as a bias and differentiates.
+    # the padding) instead of the same-segment mask it takes as a bias over the whole row.
     "fast_segments": Variant((_FUSED, _SPLIT, "model.cudnn_segments=17"), _NO_TRITON_GEMM),
     # GEMMs through cuBLASLt, whose epilogues can take a following elementwise op.
     "fast_cublaslt": Variant((_FUSED, _SPLIT),

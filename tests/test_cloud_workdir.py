@@ -80,20 +80,19 @@ def _checkpoint_steps(objects: dict[str, int]) -> set[int]:
 EMULATOR_FLAKE = "Malformed StorageGeneration"
 
 
-def _train(steps: int, cache) -> str:
+def _train(steps: int) -> str:
   """Stdout of the training command with `train.steps=steps` on the bucket's workdir."""
   args = training_testing.micro_args(WORKDIR, **SETTINGS, **{"train.steps": steps})
-  result = training_testing.run("nupa_jax.train", args, cache=cache, check=False)
+  result = training_testing.run("nupa_jax.train", args, check=False)
   if result.returncode and EMULATOR_FLAKE in result.stderr:
-    result = training_testing.run("nupa_jax.train", args, cache=cache)
+    result = training_testing.run("nupa_jax.train", args)
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout
 
 
 @pytest.mark.slow  # the emulator's checkpoint reads fail under the parallel suite's load
 def test_train_resume_evaluate_and_report_in_a_bucket(emulator, tmp_path):
-  cache = tmp_path / "jax_cache"
-  _train(4, cache)
+  _train(4)
   objects = _objects(emulator)
   assert {"config.json", "train_metrics.jsonl", "eval/latest.json",
           "eval/step_4.json"} <= set(objects), sorted(objects)
@@ -103,7 +102,7 @@ def test_train_resume_evaluate_and_report_in_a_bucket(emulator, tmp_path):
   assert not (training_testing.ROOT / "gs:").exists()  # no local folder named after the URL
 
   # The same command with more steps resumes from the bucket's checkpoint of step 4.
-  resumed = _train(6, cache)
+  resumed = _train(6)
   assert f"in {WORKDIR}/checkpoints" in resumed.split("resuming from the checkpoint of step ")[1]
   log = _log(emulator)
   assert [r.get("step") for r in log if "event" not in r] == [1, 2, 3, 4, 5, 6]
@@ -117,8 +116,7 @@ def test_train_resume_evaluate_and_report_in_a_bucket(emulator, tmp_path):
   assert any(b"train/loss" in _read(emulator, n) for n in events)
 
   training_testing.run("nupa_jax.evaluate", [
-      f"--workdir={WORKDIR}", "--checkpoint=latest", "--per-length=2", "--decoding=greedy"],
-      cache=cache)
+      f"--workdir={WORKDIR}", "--checkpoint=latest", "--per-length=2", "--decoding=greedy"])
   evaluation = json.loads(_read(emulator, "eval/evaluations/step_6_greedy_2q.json"))
   assert evaluation["_meta"]["step"] == 6 and evaluation["add_int"]["S"]["n"] == 4
 

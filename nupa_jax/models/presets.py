@@ -67,8 +67,8 @@ class ModelConfig:
   fused_projections: bool = False
   split_layers: bool = False
   # cuDNN attention over packed rows given as at most this many segments (the samples a row
-  # holds + 1 for its padding) instead of a same-segment mask, which cuDNN takes as a bias and
-  # differentiates; 0: the mask. Only for training passes without an attention bias, on GPUs
+  # holds + 1 for its padding) instead of a same-segment mask, which cuDNN takes as a bias
+  # over the whole row; 0: the mask. Only for training passes without an attention bias, on GPUs
   # with cuDNN's packed layout (Hopper or later; others keep the mask).
   cudnn_segments: int = 0
 

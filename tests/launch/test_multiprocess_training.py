@@ -59,14 +59,13 @@ def _skip_reason() -> str | None:
 
 def _start(workdir: pathlib.Path, processes: int, devices: int, flags: tuple[str, ...],
            fast_compile: bool, module: str = "nupa_jax.train") -> subprocess.Popen:
-  """`launch/local.sh` running `module` as `processes` processes. The runs of one test share
-  compiled programs through the persistent compilation cache beside their workdirs, so that a
-  rerun or resume does not compile again what an earlier run of the test compiled; the cache
-  key holds each program's device ids, which differ between one and two processes, so each
-  layout still compiles and runs its own programs."""
+  """`launch/local.sh` running `module` as `processes` processes. Runs share compiled programs
+  through the compilation cache the tests' processes share (tests/conftest.py), so that a
+  rerun or resume does not compile again what an earlier run compiled; the cache key holds
+  each program's device ids, which differ between one and two processes, so each layout
+  still compiles and runs its own programs."""
   path = [str(ROOT), str(pathlib.Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]
-  env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(filter(None, path)),
-             **training_testing.cache_env(workdir.parent / "jax_cache"))
+  env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(filter(None, path)))
   env.pop("XLA_FLAGS", None)
   if fast_compile:
     env["XLA_FLAGS"] = "--xla_backend_optimization_level=0"

@@ -71,11 +71,10 @@ def test_several_steps_a_call_repeat_the_one_step_run(tmp_path):
   settings = {"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2}
   options = {"train.microbatches": 2, "mesh.shard_optimizer_over_data": True,
              "data.stacked_transfer": True}
-  cache = tmp_path / "jax_cache"
   for name, per_call, other in (("one", 1, {}), ("two", 2, {}), ("two_options", 2, options)):
     training_testing.run("nupa_jax.train", training_testing.micro_args(
         tmp_path / name, **settings, **other, **{"train.steps_per_call": per_call}),
-        devices=2, cache=cache)
+        devices=2)
   names = ("two", "two_options")
   one = step_records(tmp_path / "one")
   val_losses = {name: [json.loads(x)["val_loss"] for x in
@@ -112,13 +111,11 @@ def _logged_steps(workdir: pathlib.Path) -> list[int]:
 def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_path):
   total = 100  # long enough that an async checkpoint commits well before the end
   settings = {"train.steps": total, "checkpoint.every": 10}
-  cache = tmp_path / "jax_cache"
-  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings),
-                       cache=cache)
+  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings))
   killed = tmp_path / "killed"
   process = subprocess.Popen(
       [sys.executable, "-m", "nupa_jax.train", *training_testing.micro_args(killed, **settings)],
-      cwd=training_testing.ROOT, env=training_testing.env(cache=cache),
+      cwd=training_testing.ROOT, env=training_testing.env(),
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   deadline = time.time() + 240
   while time.time() < deadline and process.poll() is None:
@@ -132,7 +129,7 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
   assert process.returncode == -signal.SIGKILL and logged_before < total, (
       "the run ended before it could be killed mid-way")
   resumed = training_testing.run(
-      "nupa_jax.train", training_testing.micro_args(killed, **settings), cache=cache)
+      "nupa_jax.train", training_testing.micro_args(killed, **settings))
   restored = int(resumed.stdout.split("resuming from the checkpoint of step ")[1].split()[0])
   assert 0 < restored < logged_before
 
@@ -151,7 +148,7 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
   before = trainer_results()
   result = training_testing.run("nupa_jax.evaluate", [
       f"--workdir={killed}", "--checkpoint=latest", "--per-length", "3", "--tasks=add_int",
-      "--decoding=greedy"], cache=cache)
+      "--decoding=greedy"])
   written = killed / "eval" / "evaluations" / f"step_{total}_greedy_3q_add_int.json"
   report = json.loads(written.read_text())
   assert trainer_results() == before
@@ -274,11 +271,10 @@ def test_a_run_resumed_between_calls_realigns_them_and_repeats_the_one_step_run(
   """A one-step-a-call run checkpointed at step 3, resumed there with 2 steps a call: its
   first call runs step 4 alone, so calls end on even steps again; the records at steps 4, 6
   and 7 repeat the one-step run's per-step values (step 6's loss the mean of steps 5 and 6)."""
-  cache = tmp_path / "jax_cache"
   workdir = tmp_path / "run"
   training_testing.run("nupa_jax.train", training_testing.micro_args(
       workdir, **{"train.steps": 7, "train.log_every": 1, "checkpoint.every": 3,
-                  "checkpoint.keep": 5}), devices=2, cache=cache)
+                  "checkpoint.keep": 5}), devices=2)
   per_step = {r["step"]: r for r in step_records(workdir)}
   assert sorted(per_step) == [1, 2, 3, 4, 5, 6, 7]
   assert _committed_steps(workdir) == [3, 6, 7]
@@ -286,7 +282,7 @@ def test_a_run_resumed_between_calls_realigns_them_and_repeats_the_one_step_run(
     shutil.rmtree(workdir / "checkpoints" / str(step))
   training_testing.run("nupa_jax.train", training_testing.micro_args(
       workdir, **{"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2,
-                  "train.steps_per_call": 2}), devices=2, cache=cache)
+                  "train.steps_per_call": 2}), devices=2)
   resumed = step_records(workdir)
   assert [r["step"] for r in resumed] == [1, 2, 3, 4, 6, 7]
   expected = {4: per_step[4], 7: per_step[7],

@@ -33,16 +33,14 @@ def _events(workdir: pathlib.Path) -> list[dict]:
 def test_sigint_saves_a_checkpoint_and_the_rerun_resumes_bit_for_bit(tmp_path):
   total = 30
   settings = {"train.steps": total, "checkpoint.every": 1000}  # only the stop saves mid-run
-  cache = tmp_path / "jax_cache"
-  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings),
-                       cache=cache)
+  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings))
   reference = _steps(tmp_path / "ref")
   assert [s[0] for s in reference] == list(range(1, total + 1))
 
   stopped = tmp_path / "stopped"
   process = subprocess.Popen(
       [sys.executable, "-m", "nupa_jax.train", *training_testing.micro_args(stopped, **settings)],
-      cwd=training_testing.ROOT, env=training_testing.env(cache=cache),
+      cwd=training_testing.ROOT, env=training_testing.env(),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   deadline = time.time() + 240
   while time.time() < deadline and process.poll() is None and len(_steps(stopped)) < 5:
@@ -64,14 +62,12 @@ def test_sigint_saves_a_checkpoint_and_the_rerun_resumes_bit_for_bit(tmp_path):
   shutil.copytree(stopped, restarted)
   shutil.rmtree(restarted / "checkpoints")
 
-  training_testing.run("nupa_jax.train", training_testing.micro_args(stopped, **settings),
-                       cache=cache)
+  training_testing.run("nupa_jax.train", training_testing.micro_args(stopped, **settings))
   assert _steps(stopped) == reference  # each step once, bit for bit
   assert _events(stopped)[:2] == [{"event": "stop", "step": at, "signal": "SIGINT"},
                                   {"event": "resume", "step": at}]
 
-  training_testing.run("nupa_jax.train", training_testing.micro_args(restarted, **settings),
-                       cache=cache)
+  training_testing.run("nupa_jax.train", training_testing.micro_args(restarted, **settings))
   assert _records(restarted)[0] == {"event": "restart", "step": 0}
   assert _steps(restarted) == reference
 

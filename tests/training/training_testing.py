@@ -38,31 +38,19 @@ def micro_args(workdir, **overrides) -> list[str]:
   return args
 
 
-def env(devices: int = 1, cache: pathlib.Path | None = None) -> dict:
-  """Environment of a subprocess with `devices` fake CPU devices; `cache` gives the runs of one
-  test a persistent compilation cache of their own (without it they use the one the tests'
-  processes share, tests/conftest.py). LLVM's optimisations are off: they double compile
-  times, and the runs compared use the same flags."""
+def env(devices: int = 1) -> dict:
+  """Environment of a subprocess with `devices` fake CPU devices (and the compilation cache the
+  tests' processes share, tests/conftest.py). LLVM's optimisations are off: they double
+  compile times, and the runs compared use the same flags."""
   flags = f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"
-  out = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
-  if cache is not None:
-    out.update(cache_env(cache))
-  return out
+  return dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
 
 
-def cache_env(cache: pathlib.Path) -> dict:
-  """Environment variables that keep every program a process compiles in `cache` and reuse it
-  there. The cache key holds the program and its devices, so runs that should compile the same
-  program share it, and runs on other devices or processes compile their own."""
-  return {"JAX_COMPILATION_CACHE_DIR": str(cache),
-          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
-
-def run(module: str, args: list[str], devices: int = 1, cache=None, check: bool = True,
+def run(module: str, args: list[str], devices: int = 1, check: bool = True,
         timeout: int = 300) -> subprocess.CompletedProcess:
   result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
-                          env=env(devices, cache), capture_output=True, text=True,
+                          env=env(devices), capture_output=True, text=True,
                           timeout=timeout)
   if check and result.returncode:
     raise AssertionError(f"{module} failed ({result.returncode}):\n{result.stdout}\n"
