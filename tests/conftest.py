@@ -29,7 +29,6 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 # first process (pytest-xdist's controller, which loads this file before it starts the workers)
 # makes the folder and removes it at exit; the workers and their children inherit the variable.
 # A JAX_COMPILATION_CACHE_DIR already set is used as it is, with its own settings, and kept.
-# A test that shares programs between its own runs may still give them a cache of their own.
 # An entry cut short (a process killed as it writes) costs the processes that read it a
 # warning and a compile of their own, not a wrong program: jax falls back when it cannot load.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:

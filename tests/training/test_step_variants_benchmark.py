@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import benchmark_train  # noqa: E402  (benchmarks/ is not a package)
 import hlo_index  # noqa: E402
+import training_testing  # noqa: E402  (the micro model)
 
 MODULE = """HloModule jit_train_step, is_scheduled=true
 
@@ -87,8 +88,7 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
              XLA_FLAGS="--xla_backend_optimization_level=0 "
              "--xla_force_host_platform_device_count=2", SIZE="tiny", BATCHES="32",
              STEPS="2", ROUNDS="1", VARIANTS=",".join(names),
-             OVERRIDES="model.num_layers=1 model.hidden=32 model.mlp=64 model.heads=4 "
-             "model.kv_heads=2")
+             OVERRIDES=" ".join(training_testing.MICRO_MODEL))
   result = subprocess.run(["bash", str(ROOT / "benchmarks" / "run_step_variants.sh"),
                            str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
@@ -98,7 +98,8 @@ def test_times_variants_and_profiles_the_fastest_on_cpu(tmp_path):
   assert all("error" not in r for r in results), [r.get("error") for r in results]
   base, fused = results[:2]
   assert fused["overrides"][-2:] == ["model.fused_projections=True", "model.split_layers=True"]
-  # OVERRIDES reach every variant: one layer of 32 (the tiny preset alone has two of 128).
+  # OVERRIDES reach every variant: the micro model's one layer of 32 (the tiny preset alone
+  # has two of 128).
   assert {r["params"] for r in results} == {results[0]["params"]} and base["params"] < 100_000
   assert fused["compiler_options"] == {"xla_gpu_enable_triton_gemm": False}
   assert any("mesh.shard_optimizer_over_data=True" in r["overrides"] for r in results)

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+import training_testing  # the micro model
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "benchmark_train_command.py"
 
@@ -42,9 +44,8 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
              XLA_FLAGS="--xla_backend_optimization_level=0")
   out = tmp_path / "results.jsonl"
   spec = "configs/paper.py:table=rope_perf,task=add_int,size=tiny"
-  # One narrow layer: the command and the step compile in seconds.
-  small = [f"--override=model.{k}={v}" for k, v in
-           (("num_layers", 1), ("hidden", 32), ("mlp", 64), ("heads", 4), ("kv_heads", 2))]
+  # The micro model's one narrow layer: the command and the step compile in seconds.
+  small = [f"--override={item}" for item in training_testing.MICRO_MODEL]
   result = subprocess.run(
       [sys.executable, str(SCRIPT), f"--config={spec}", "--steps=10", "--log_every=5",
        "--step_steps=2", "--override=train.batch_size=64", *small, f"--json={out}",

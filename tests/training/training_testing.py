@@ -18,6 +18,9 @@ MICRO = {
     "train.warmup_steps": 2,
 }
 
+# The micro model alone, as KEY=VALUE overrides for the scripts that take them (benchmarks).
+MICRO_MODEL = tuple(f"{k}={v}" for k, v in MICRO.items() if k.startswith("model."))
+
 
 def micro_config(**overrides):
   config = pe.get_config("size=tiny")
