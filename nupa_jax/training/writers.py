@@ -36,22 +36,28 @@ class _EventFiles:
     del location  # buckets have no directories to create
 
 
-def _tensorboardx():
-  """tensorboardX's `SummaryWriter` and `record_writer`, imported without torch.
+# Modules tensorboardX imports when they are installed, for features no run uses: torch, to
+# accept torch tensors (seconds of every run's start-up); google-cloud-storage, for its own
+# `gs://` writer, which `MetricWriter` replaces with `_EventFiles` (half a second).
+_UNUSED_BY_TENSORBOARDX = ("torch", "google.cloud.storage")
 
-  tensorboardX's writer imports torch, where it is installed, only to accept torch tensors,
-  which no run passes; that import alone takes seconds of every run's start-up. While
-  `sys.modules["torch"]` is None, `import torch` fails as if torch were absent, and
-  tensorboardX falls back to NumPy. A torch already imported is left as it is."""
-  block = "torch" not in sys.modules
-  if block:
-    sys.modules["torch"] = None
+
+def _tensorboardx():
+  """tensorboardX's `SummaryWriter` and `record_writer`, imported without the modules it would
+  import only for features no run uses (`_UNUSED_BY_TENSORBOARDX`).
+
+  While `sys.modules[name]` is None, `import name` fails as if the module were absent, and
+  tensorboardX falls back to NumPy and to the writer factories registered here. A module
+  already imported is left as it is."""
+  blocked = [name for name in _UNUSED_BY_TENSORBOARDX if name not in sys.modules]
+  for name in blocked:
+    sys.modules[name] = None
   try:
     import tensorboardX  # pylint: disable=g-import-not-at-top
     from tensorboardX import record_writer  # pylint: disable=g-import-not-at-top
   finally:
-    if block:
-      del sys.modules["torch"]
+    for name in blocked:
+      del sys.modules[name]
   return tensorboardX.SummaryWriter, record_writer
 
 
