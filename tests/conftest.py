@@ -1,5 +1,6 @@
 """Shared pytest set-up: CPU compiles without LLVM's optimisations, one compilation cache for
-the processes the tests start, and the official NUPA questions, read from NUPA_OFFICIAL_DATA.
+the tests and the processes they start, and the official NUPA questions, read from
+NUPA_OFFICIAL_DATA.
 
 The official question file (docs/official_data.md) is not part of the repository; point
 NUPA_OFFICIAL_DATA at a copy of it to run the conformance tests, which skip otherwise.
@@ -24,10 +25,12 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = " ".join(
       filter(None, (os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0")))
 
-# The processes the tests start (trainers, sweeps, benchmarks) share one persistent compilation
-# cache for the whole test run: runs of one config in different tests compile it once. The run's
-# first process (pytest-xdist's controller, which loads this file before it starts the workers)
-# makes the folder and removes it at exit; the workers and their children inherit the variable.
+# The tests and the processes they start (trainers, sweeps, benchmarks) share one persistent
+# compilation cache for the whole test run: a program that several tests build (one model, one
+# config) is compiled once. Tests that count compilations still see each one: jax's
+# `backend_compile_duration` event times the request, a cache hit included. The run's first
+# process (pytest-xdist's controller, which loads this file before it starts the workers) makes
+# the folder and removes it at exit; the workers and their children inherit the variable.
 # A JAX_COMPILATION_CACHE_DIR already set is used as it is, with its own settings, and kept.
 # An entry cut short (a process killed as it writes) costs the processes that read it a
 # warning and a compile of their own, not a wrong program: jax falls back when it cannot load.
@@ -37,13 +40,6 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
                     JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                     JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
   atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
-
-# The tests' own processes compile every program themselves, so that tests counting
-# compilations (a persistent-cache hit is none) see each one. jax decides once, at its first
-# compile, whether it uses the cache: this comes before any.
-import jax  # noqa: E402  (after the variables above)
-
-jax.config.update("jax_enable_compilation_cache", False)
 
 
 @pytest.fixture(scope="session")
