@@ -14,8 +14,8 @@ SCRIPT = ROOT / "benchmarks" / "benchmark_evaluation.py"
 
 def test_times_a_whole_evaluation_and_each_tier(tmp_path):
   out = tmp_path / "eval.json"
-  # Compiles are counted: none may come from the compilation cache the tests' processes share
-  # (tests/conftest.py).
+  # Compile times are compared (a tier that compiles nothing against the whole): none may be a
+  # load from the compilation cache the tests' processes share (tests/conftest.py).
   env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
              JAX_ENABLE_COMPILATION_CACHE="false")
   result = subprocess.run(
