@@ -32,8 +32,9 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 # process (pytest-xdist's controller, which loads this file before it starts the workers) makes
 # the folder and removes it at exit; the workers and their children inherit the variable.
 # A JAX_COMPILATION_CACHE_DIR already set is used as it is, with its own settings, and kept.
-# An entry cut short (a process killed as it writes) costs the processes that read it a
-# warning and a compile of their own, not a wrong program: jax falls back when it cannot load.
+# An entry cut short (a process killed as it writes, or two writing one entry at once: jax
+# writes in place) costs the processes that read it a warning and a compile of their own, not a
+# wrong program: jax falls back when it cannot load.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
   _CACHE = tempfile.mkdtemp(prefix="nupa_jax_tests_xla_")
   os.environ.update(JAX_COMPILATION_CACHE_DIR=_CACHE,
