@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
+import training_testing  # the micro model
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MICRO = ["--config.model.num_layers=1", "--config.model.hidden=32", "--config.model.mlp=64",
-         "--config.model.heads=4", "--config.model.kv_heads=2",
+MICRO = [*(f"--config.{item}" for item in training_testing.MICRO_MODEL),
          "--config.data.samples_per_row=4", "--config.data.train_digits=(1,4)",
          "--config.eval.per_length=0"]
 

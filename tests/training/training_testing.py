@@ -49,7 +49,6 @@ def env(devices: int = 1) -> dict:
   return dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
 
 
-
 def run(module: str, args: list[str], devices: int = 1, check: bool = True,
         timeout: int = 300) -> subprocess.CompletedProcess:
   result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
