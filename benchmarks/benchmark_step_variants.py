@@ -60,6 +60,9 @@ VARIANTS = {
     # cuDNN attention given each packed row's segments (the default 16 samples a row, + 1 for
     # the padding) instead of the same-segment mask it takes as a bias over the whole row.
     "fast_segments": Variant((_FUSED, _SPLIT, "model.cudnn_segments=17"), _NO_TRITON_GEMM),
+    # Attention within a band of blocks that holds samples of up to 33 positions (the 1-8-digit
+    # additions take up to 27), in XLA, instead of cuDNN's kernel over the whole masked row.
+    "fast_span": Variant((_FUSED, _SPLIT, "model.attention_span=33"), _NO_TRITON_GEMM),
     # GEMMs through cuBLASLt, whose epilogues can take a following elementwise op.
     "fast_cublaslt": Variant((_FUSED, _SPLIT),
                              _NO_TRITON_GEMM + (("xla_gpu_enable_cublaslt", True),)),
@@ -91,7 +94,7 @@ VARIANTS = {
 # Every variant starts from the speed settings all off, whatever a size's config turns on
 # (configs/common.py), so that `base` is the plain step and each variant adds its own.
 BASELINE = ("model.fused_projections=False", "model.split_layers=False",
-            "model.cudnn_segments=0", "train.gpu_triton_gemm=True")
+            "model.cudnn_segments=0", "model.attention_span=0", "train.gpu_triton_gemm=True")
 
 
 def resolve(name: str) -> Variant:

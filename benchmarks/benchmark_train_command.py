@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     with open(args.json, "a") as f:
       for r in (run, step):
         what = {"config": args.config} if args.config else {"size": args.size}
-        f.write(json.dumps({**what, **r}) + "\n")
+        f.write(json.dumps({**what, "overrides": args.override, **r}) + "\n")
   print(f"\n{spec}, batch {step['batch']}, devices: {jax.devices()}")
   print(f"{'what':44} {'samples/s':>10}")
   print(f"{'python -m nupa_jax.train (after the 1st log)':44} {run['samples_per_s']:10,d}   "

@@ -32,6 +32,7 @@ class Batcher:
   seq_len: int
   rows: range  # the global rows this process holds
   loss_on_padding: bool = False  # packing.pack's option (padded rows only)
+  longest_sample: int = 0  # the most positions a sample may take (Settings.longest_sample)
 
   def _start(self, step: int, row: int) -> int:
     return step * self.stream.batch_size + row * self.samples_per_row
@@ -52,6 +53,9 @@ class Batcher:
       examples, n = packing.fill_row(self.row_examples(step, row), self.seq_len, replace)
       rows.append(examples)
       replaced += n
+    longest = max(e.slots for row in rows for e in row)
+    if self.longest_sample and longest > self.longest_sample:
+      raise long_sample(longest, self.longest_sample, step)
     arrays = packing.pack(rows, self.seq_len, self.source.encoder.pad_id,
                           loss_on_padding=self.loss_on_padding)
     stats = {
@@ -62,6 +66,20 @@ class Batcher:
         "positions": arrays["segment_ids"].size,
     }
     return arrays, stats
+
+
+class LongSampleError(ValueError):
+  """A sample longer than the model's attention span holds (`long_sample`)."""
+
+
+def long_sample(positions: int, span: int, step: int | None = None) -> LongSampleError:
+  """The error of a sample of `positions` over the span, found by the stream's probe (step
+  None) or in batch `step`. The message is its only argument, so that it pickles back from a
+  grain worker."""
+  where = "the stream's probe" if step is None else f"batch {step}"
+  return LongSampleError(f"a sample of {positions} positions in {where} is longer than "
+                         f"config.model.attention_span={span}, the most the model's attention "
+                         f"holds: set it to at least {positions}, or 0 to attend over whole rows")
 
 
 def probe_rows(source: source_lib.Source, stream: stream_lib.Stream,

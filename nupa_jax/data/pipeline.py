@@ -298,6 +298,8 @@ class Pipeline:
       raise ValueError(f"rows of {k} samples take {mean_row:.0f} positions on average, samples "
                        f"up to {longest}: raise config.data.seq_len={self.seq_len} (0 sizes it "
                        f"automatically) or lower config.data.samples_per_row")
+    if s.longest_sample and longest > s.longest_sample:
+      raise batches.long_sample(longest, s.longest_sample)
     self.expected_padding = 1 - mean_row / self.seq_len
     # Each batcher gets its own copy: the encoder fills caches as it works, so a source in
     # use by one iterator's prefetch thread must not be shared with (or pickled for the
@@ -326,7 +328,7 @@ class Pipeline:
     rows = range(self.rows) if rows is None else rows
     return batches.Batcher(pickle.loads(self._frozen_source), self.stream(split),
                            self.settings.samples_per_row, self.seq_len, rows,
-                           self.settings.loss_on_padding)
+                           self.settings.loss_on_padding, self.settings.longest_sample)
 
   def local_rows(self, sharding: jax.sharding.Sharding | None = None,
                  process_index: int | None = None, process_count: int | None = None) -> range:

@@ -71,6 +71,9 @@ class Settings:
   exclude_test: bool
   test_seed: int
   test_per_length: int
+  # config.model.attention_span: the most positions a sample may take, since the model's
+  # attention holds no longer one (0: any; batches.Batcher refuses a longer one).
+  longest_sample: int = 0
 
   @property
   def rows(self) -> int:
@@ -121,7 +124,8 @@ class Settings:
         device_prefetch=int(data["device_prefetch"]),
         stacked_transfer=bool(data["stacked_transfer"]),
         exclude_test=bool(data["exclude_test"]), test_seed=int(data["test_seed"]),
-        test_per_length=int(data["test_per_length"]))
+        test_per_length=int(data["test_per_length"]),
+        longest_sample=int((config.get("model") or {}).get("attention_span", 0)))
 
 
 def _digit_ranges(train_digits: Any, task_digits: Mapping[str, Any]) -> Any:

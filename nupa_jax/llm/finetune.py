@@ -40,7 +40,7 @@ from nupa_jax.models import state as state_lib
 
 EXPORT_DIR = "export"
 RUNTIME_FIELDS = ("dtype", "param_dtype", "attention_impl", "remat", "scan_unroll",
-                  "cudnn_segments")
+                  "cudnn_segments", "attention_span")
 # Files of the source checkpoint copied next to exported weights (whichever exist).
 TOKENIZER_FILES = ("tokenizer.json", tokenizer_lib.TOKENIZER_CONFIG, "special_tokens_map.json",
                    tokenizer_lib.GENERATION_CONFIG, tokenizer_lib.CHAT_TEMPLATE_FILE)

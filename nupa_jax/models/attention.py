@@ -9,6 +9,15 @@ cuDNN's packed layout (Hopper or later) it is given each row's segments as lengt
 instead (`segment_layout`), and no mask at all. With a KV cache (decoding), the new keys and
 values are written at a slot shared by the whole batch (prompts are left-aligned by the
 caller) and the mask is causal in slot order; decoding always uses the XLA kernel.
+
+A whole-row kernel over packed rows of short samples computes mostly masked pairs: a row of 16
+samples holds ~16x the pairs its samples attend over. With `ModelConfig.attention_span` (the
+longest sample, in positions) training passes attend in a band instead (`band_layout`): the
+row is cut into blocks, and each block's queries see their own block and the one before it, in
+XLA. Every pair the mask allows lies in that band when no sample is longer than the span, which
+the data pipeline enforces, so the math is the mask's at every sample position. It pays where
+the whole row would run through XLA's attention too (a learned bias: FIRE); cuDNN's fused kernel
+over the whole row is as fast as the band's XLA operations (docs/benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -35,6 +44,15 @@ class Context(NamedTuple):
   is_causal: bool                             # mask is only the segment part
   implementation: str                         # 'xla' | 'cudnn'
   segments: tuple[jax.Array, jax.Array] | None = None  # segment_layout, in place of mask
+  band: Band | None = None                    # band_layout, in place of mask and bias
+
+
+class Band(NamedTuple):
+  """A packed row cut into blocks of `block` positions (the last one padded), each block's
+  queries attending to the 2 * `block` keys of the block before it and their own."""
+  allowed: jax.Array       # bool[B, blocks, block, 2 * block]: same segment and not later
+  bias: jax.Array | None   # float32[B, blocks, heads, block, 2 * block], the PE's
+  block: int
 
 
 class LayerCache(NamedTuple):
@@ -80,7 +98,9 @@ class Attention(nnx.Module):
       # 1/8, while the XLA path and decoding keep it in float32.
       if bias is not None:
         bias = bias.astype(q.dtype)
-    if ctx.segments is not None:
+    if ctx.band is not None:
+      out = _banded(q, k, v, ctx.band)
+    elif ctx.segments is not None:
       out = _cudnn_by_segments(q, k, v, *ctx.segments)
     else:
       out = jax.nn.dot_product_attention(q, k, v, bias=bias, mask=ctx.mask,
@@ -95,6 +115,93 @@ def _cudnn_by_segments(q, k, v, lengths, offsets):
   return cudnn_attention.dot_product_attention(
       q, k, v, q_seqlen=lengths, kv_seqlen=lengths, q_offsets=offsets, kv_offsets=offsets,
       scale=1.0 / np.sqrt(q.shape[-1]), mask_type=cudnn_attention.MaskType.PADDING_CAUSAL)
+
+
+def _banded(q: jax.Array, k: jax.Array, v: jax.Array, band: Band) -> jax.Array:
+  """Attention within `band`, as `jax.nn.dot_product_attention`'s XLA path computes it: float32
+  logits and softmax, probabilities in v's dtype; query head h reads key head h // groups."""
+  b, length, heads, dim = q.shape
+  kv_heads, w = k.shape[2], band.block
+  blocks = band.allowed.shape[1]
+  q = _blocks(q, w, 0).reshape(b, blocks, w, kv_heads, heads // kv_heads, dim)
+  k, v = (_with_previous(_blocks(a, w, 0), 0) for a in (k, v))
+  logits = _band_logits(q, k) * np.float32(1.0 / np.sqrt(dim))
+  if band.bias is not None:
+    logits = logits + band.bias.reshape(b, blocks, kv_heads, -1, w, 2 * w)
+  logits = jnp.where(band.allowed[:, :, None, None], logits, jnp.finfo(jnp.float32).min)
+  probs = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
+  out = jnp.einsum("bnkgqs,bnskd->bnqkgd", probs, v)
+  return out.reshape(b, blocks * w, heads, dim)[:, :length]
+
+
+@jax.custom_vjp
+def _band_logits(q: jax.Array, k: jax.Array) -> jax.Array:
+  """float32 q.k logits of the band's blocks (q [B, n, block, kv, groups, d], k [B, n, keys,
+  kv, d] -> [B, n, kv, groups, block, keys])."""
+  return jnp.einsum("bnqkgd,bnskd->bnkgqs", q, k, preferred_element_type=jnp.float32)
+
+
+def _band_logits_fwd(q, k):
+  return _band_logits(q, k), (q, k)
+
+
+def _band_logits_bwd(saved, grad):
+  """The logits' gradient rounded to q's dtype before the two matmuls, as flash attention's
+  backward pass does (float32 accumulation): in float32 those matmuls would run on slower
+  kernels, and the rounding is a no-op for float32 models."""
+  q, k = saved
+  grad = grad.astype(q.dtype)
+  dq = jnp.einsum("bnkgqs,bnskd->bnqkgd", grad, k, preferred_element_type=jnp.float32)
+  dk = jnp.einsum("bnkgqs,bnqkgd->bnskd", grad, q, preferred_element_type=jnp.float32)
+  return dq.astype(q.dtype), dk.astype(k.dtype)
+
+
+_band_logits.defvjp(_band_logits_fwd, _band_logits_bwd)
+
+
+def _blocks(x: jax.Array, block: int, fill) -> jax.Array:
+  """[B, T, ...] -> [B, ceil(T / block), block, ...], the end padded with `fill`."""
+  blocks = -(-x.shape[1] // block)
+  pad = [(0, 0), (0, blocks * block - x.shape[1])] + [(0, 0)] * (x.ndim - 2)
+  return jnp.pad(x, pad, constant_values=fill).reshape(x.shape[0], blocks, block, *x.shape[2:])
+
+
+def _with_previous(x: jax.Array, fill) -> jax.Array:
+  """[B, n, block, ...] -> [B, n, 2 * block, ...]: each block after the one before it (`fill`
+  before the first)."""
+  pad = [(0, 0), (1, 0)] + [(0, 0)] * (x.ndim - 2)
+  previous = jnp.pad(x, pad, constant_values=fill)[:, :-1]
+  return jnp.concatenate([previous, x], axis=2)
+
+
+def band_block(span: int) -> int:
+  """The block of a band holding samples of up to `span` positions: a query's keys start at the
+  start of the block before its own, at least block + 1 positions back; a multiple of 8."""
+  return max(8, -(-(span - 1) // 8) * 8)
+
+
+def band_layout(segment_ids: jax.Array, positions: jax.Array, span: int,
+                attention_bias) -> Band:
+  """The `Band` of packed rows whose samples are at most `span` positions long.
+
+  `attention_bias(q_pos, k_pos)` is the PE's bias (or None), taken on the band's blocks. The
+  rows' padding (segment 0), which no loss reads, attends within the band only, so its own
+  outputs may differ from the whole-row mask's; nothing else attends to it.
+  """
+  w = band_block(span)
+  q_segments = _blocks(segment_ids, w, -1)          # the block padding: a segment of its own
+  k_segments = _with_previous(q_segments, -2)       # before the row: none
+  q_index = jnp.arange(q_segments.shape[1] * w).reshape(-1, w)
+  k_index = _with_previous(q_index[None], -1)[0]
+  allowed = ((q_segments[..., :, None] == k_segments[..., None, :])
+             & (k_index[:, None, :] <= q_index[:, :, None])[None])
+  b, blocks = q_segments.shape[:2]
+  q_pos = _blocks(positions, w, 0)
+  k_pos = _with_previous(q_pos, 0)
+  bias = attention_bias(q_pos.reshape(b * blocks, w), k_pos.reshape(b * blocks, 2 * w))
+  if bias is not None:
+    bias = bias.reshape(b, blocks, *bias.shape[1:])
+  return Band(allowed, bias, w)
 
 
 def packed_layout_available() -> bool:

@@ -71,6 +71,11 @@ class ModelConfig:
   # over the whole row; 0: the mask. Only for training passes without an attention bias, on GPUs
   # with cuDNN's packed layout (Hopper or later; others keep the mask).
   cudnn_segments: int = 0
+  # Training passes over packed rows attend within a band that holds samples of up to this many
+  # positions (attention.band_layout), in XLA, instead of over the whole row; the data pipeline
+  # refuses a longer sample. Faster where the whole row would run XLA's attention (FIRE's
+  # learned bias), not against cuDNN's kernel. 0: the whole row.
+  attention_span: int = 0
 
   @property
   def posenc_options(self) -> dict[str, Any]:
@@ -155,5 +160,10 @@ def _check(c: ModelConfig) -> None:
                      " or 'auto'")
   if c.cudnn_segments < 0:
     raise ValueError(f"cudnn_segments must be >= 0 (0: a mask), not {c.cudnn_segments}")
+  if c.attention_span < 0:
+    raise ValueError(f"attention_span must be >= 0 (0: the whole row), not {c.attention_span}")
+  if c.attention_span and c.cudnn_segments:
+    raise ValueError("attention_span and cudnn_segments are two ways to attend over packed "
+                     "rows: set one of them to 0")
   if c.remat not in REMAT_POLICIES:
     raise ValueError(f"unknown remat {c.remat!r}; known: {', '.join(sorted(REMAT_POLICIES))}")

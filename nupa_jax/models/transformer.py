@@ -24,7 +24,7 @@ import numpy as np
 from flax import nnx
 
 from nupa_jax.models import embeddings, posenc
-from nupa_jax.models.attention import (Attention, Context, LayerCache, cache_mask,
+from nupa_jax.models.attention import (Attention, Context, LayerCache, band_layout, cache_mask,
                                        implementation, packed_layout_available,
                                        segment_layout, training_mask)
 from nupa_jax.models.layers import MLP, Dense, RMSNorm, split_or_none
@@ -169,15 +169,22 @@ class Transformer(nnx.Module):
       k_positions = cache.positions
       mask = cache_mask(features.segment_ids, cache.segment_ids, cache.index)
       is_causal, kernel = False, "xla"
-    bias = self.posenc.attention_bias(features.positions, k_positions)
-    segments = None
-    if (mask is not None and kernel == "cudnn" and bias is None and self.config.cudnn_segments
-        and packed_layout_available()):
-      lengths, offsets = segment_layout(features.segment_ids, self.config.cudnn_segments)
-      # Row by row with q, k and v, which cuDNN's partitioner assumes of these operands.
-      segments, mask = (constrain(lengths, "batch"), constrain(offsets, "batch")), None
-    ctx = Context(rotary=self.posenc.rotary(features.positions), mask=mask, bias=bias,
-                  is_causal=is_causal, implementation=kernel, segments=segments)
+    rotary = self.posenc.rotary(features.positions)
+    if mask is not None and cache is None and self.config.attention_span:
+      band = band_layout(features.segment_ids, features.positions, self.config.attention_span,
+                         self.posenc.attention_bias)
+      ctx = Context(rotary=rotary, mask=None, bias=None, is_causal=True, implementation="xla",
+                    band=band)
+    else:
+      bias = self.posenc.attention_bias(features.positions, k_positions)
+      segments = None
+      if (mask is not None and kernel == "cudnn" and bias is None
+          and self.config.cudnn_segments and packed_layout_available()):
+        lengths, offsets = segment_layout(features.segment_ids, self.config.cudnn_segments)
+        # Row by row with q, k and v, which cuDNN's partitioner assumes of these operands.
+        segments, mask = (constrain(lengths, "batch"), constrain(offsets, "batch")), None
+      ctx = Context(rotary=rotary, mask=mask, bias=bias, is_causal=is_causal,
+                    implementation=kernel, segments=segments)
     x, cache = self._run_layers(x, ctx, cache, layer_rng)
     return self.norm(x), cache
 

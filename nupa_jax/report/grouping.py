@@ -46,7 +46,7 @@ NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "data.stac
                           "train.log_every", "checkpoint.async_save", "checkpoint.every",
                           "checkpoint.keep", "eval.batch_size", "mesh.shard_optimizer_over_data",
                           "model.fused_projections", "model.split_layers",
-                          "model.cudnn_segments",
+                          "model.cudnn_segments", "model.attention_span",
                           "train.gpu_triton_gemm", "train.gpu_overlap_collectives",
                           "train.steps_per_call"})
 

@@ -1,6 +1,9 @@
 """The pipeline end to end (numpy rows): determinism, process counts, resume, mixture, padding."""
 import collections
+import dataclasses
 import itertools
+import pickle
+import re
 import time
 
 import jax
@@ -192,6 +195,29 @@ def test_config_errors_name_the_fix():
     data.Pipeline(data_testing.config(seq_len=40))
   with pytest.raises(ValueError, match="do not split over 3 processes"):
     data.Pipeline(data_testing.config()).train_iterator(process_count=3, process_index=0)
+
+
+def test_samples_longer_than_the_models_attention_span_are_refused():
+  """`config.model.attention_span` bounds the samples: the pipeline refuses a span below the
+  longest its probe drew, naming the span it needs, and a batch refuses a longer sample."""
+  c = data_testing.config()
+  c.model = {"attention_span": 5}
+  with pytest.raises(batches.LongSampleError, match="in the stream's probe") as refused:
+    data.Pipeline(c)
+  needed = int(re.search(r"set it to at least (\d+)", str(refused.value)).group(1))
+  assert needed > 5
+  c.model.attention_span = needed
+  batcher = data.Pipeline(c).batcher("train")
+  arrays, _ = batcher(0)
+  segments = arrays["segment_ids"]
+  longest = max(int((segments[r] == s).sum()) for r in range(len(segments))
+                for s in set(segments[r].tolist()) - {0})
+  assert longest <= needed
+  with pytest.raises(batches.LongSampleError, match=f"sample of {longest} positions in batch 0"):
+    dataclasses.replace(batcher, longest_sample=longest - 1)(0)
+  # Raised in a grain worker, the error comes back to the trainer pickled.
+  error = batches.long_sample(longest, longest - 1, 0)
+  assert str(pickle.loads(pickle.dumps(error))) == str(error)
 
 
 def test_tight_rows_replace_overflowing_samples_and_keep_exact_counts():

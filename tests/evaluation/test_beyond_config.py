@@ -6,11 +6,14 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from flax import nnx
 
 from configs import beyond
+from nupa_jax import data
 from nupa_jax import models
+from nupa_jax import tasks
 from nupa_jax import sharding
 from nupa_jax.data import settings
 from nupa_jax.evaluation import evaluator as evaluator_lib
@@ -57,6 +60,22 @@ def test_randomization_follows_each_recipe_and_refuses_where_absent():
   assert beyond.get_config("pe=fire,size=tiny").model.posenc.random_positions == 1024
   with pytest.raises(ValueError, match="'alibi' has no random offsets or positions"):
     beyond.get_config("pe=alibi,random=on,size=tiny")
+
+
+@pytest.mark.parametrize("hints", [False, True])
+def test_fire_attends_within_a_band_that_holds_every_training_sample(hints):
+  """FIRE's band (`model.attention_span`) against 2,000 questions drawn at the longest
+  training length and encoded in the run's format; other PEs attend over whole rows."""
+  config = beyond.get_config(f"pe=fire,hints={hints},size=tiny")
+  _, encoder = data.run_config(config)
+  task, rng = tasks.get("add_int"), np.random.default_rng(0)
+  drawn = []
+  for _ in range(2000):
+    a, b = task.sample(rng, 20)
+    drawn.append(len(encoder.encode("add_int", a, b, task.solve(a, b), rng)[0]) - 1)
+  assert config.model.attention_span == max(drawn) == (125 if hints else 64)
+  assert beyond.get_config("pe=rope,size=tiny").model.attention_span == 0
+  assert beyond.get_config("pe=fire,task=add_float,size=tiny").model.attention_span == 0
 
 
 def test_tiny_coupled_run_scores_lengths_past_the_benchmark(tmp_path):

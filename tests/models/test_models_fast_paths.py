@@ -1,8 +1,8 @@
 """The speed knobs keep the numbers: fused q/k/v and gate/up projections and split layer
 parameters give the default path's logits and gradients (RoPE, ALiBi, NoPE, q/k/v biases,
 LoRA adapters, the KV-cache path), so does attention by cuDNN segments instead of a mask (its
-layout, and the model's path with the kernel written out in XLA), and the rotary embedding
-equals rotate_half written out."""
+layout, and the model's path with the kernel written out in XLA), so does attention within a
+band over the samples' positions, and the rotary embedding equals rotate_half written out."""
 import functools
 
 import jax
@@ -48,14 +48,16 @@ def _logits_and_grads_jit(graphdef, state, tokens, features, weights):
   return logits, grads
 
 
-def _assert_trees_close(got, expected, tolerance=1e-5):
-  """Leaf by leaf, to `tolerance` of the leaf's largest entry: float32 sums taken in another
-  order (one matmul instead of three) differ in their last bits, a wrong path by O(1)."""
+def _assert_trees_close(got, expected, tolerance=1e-5, floor=0.0):
+  """Leaf by leaf, to `tolerance` of the leaf's largest entry (at least `floor`, for leaves
+  whose gradient is zero but for rounding): float32 sums taken in another order (one matmul
+  instead of three) differ in their last bits, a wrong path by O(1)."""
   got_leaves, expected_leaves = jax.tree.leaves(got), jax.tree.leaves(expected)
   assert len(got_leaves) == len(expected_leaves) > 0
   for a, b in zip(got_leaves, expected_leaves):
     b = np.asarray(b)
-    np.testing.assert_allclose(np.asarray(a), b, rtol=0, atol=tolerance * np.abs(b).max())
+    np.testing.assert_allclose(np.asarray(a), b, rtol=0,
+                               atol=tolerance * max(np.abs(b).max(), floor))
 
 
 @pytest.mark.parametrize("knob", sorted(KNOBS))
@@ -185,3 +187,59 @@ def test_training_forward_by_segments_gives_the_masks_logits_and_gradients(monke
   got = _logits_and_grads(model_testing.build(tiny("rope", cudnn_segments=4)), tokens,
                           features, weights)
   _assert_trees_close(got, expected)
+
+
+def _band_batch(lengths=([9, 3, 9, 7, 9, 3], [2, 9, 9, 9, 5])):
+  """Rows of 40 positions holding samples of `lengths` positions (by default up to 9, several
+  across a boundary of the 8-position blocks that `attention_span=9` cuts), the second row
+  ending in padding; the loss weights are zero on the padding, which no loss reads."""
+  rng = np.random.default_rng(4)
+  segments = np.zeros((2, 40), np.int32)
+  positions = np.zeros_like(segments)
+  for row, sizes in enumerate(lengths):
+    starts = np.cumsum([0, *sizes])
+    for s, (a, b) in enumerate(zip(starts[:-1], starts[1:]), start=1):
+      segments[row, a:b] = s
+      positions[row, a:b] = np.arange(b - a)
+  tokens = rng.integers(1, VOCAB, segments.shape).astype(np.int32)
+  weights = rng.normal(size=segments.shape + (VOCAB,)).astype(np.float32)
+  weights *= (segments > 0)[..., None]
+  return tokens, {"segment_ids": segments, "positions": positions}, weights
+
+
+def test_band_blocks_hold_the_span():
+  assert [attention.band_block(n) for n in (1, 8, 9, 10, 17, 27, 33)] == [8, 8, 8, 16, 16, 32, 32]
+
+
+@pytest.mark.parametrize("pe", ["rope", "alibi", "nope", "fire"])
+def test_band_gives_the_masks_logits_and_gradients_on_samples(pe):
+  """Attention within the band of `attention_span=9` against the whole-row mask, with the PE's
+  bias taken on the band's blocks (ALiBi, FIRE): the same logits at every sample position and
+  the same gradients (FIRE's output bias, which softmax cancels, has a gradient of rounding
+  noise only)."""
+  tokens, features, weights = _band_batch()
+  logits, grads = _logits_and_grads(model_testing.build(tiny(pe)), tokens, features, weights)
+  got_logits, got_grads = _logits_and_grads(model_testing.build(tiny(pe, attention_span=9)),
+                                            tokens, features, weights)
+  on_samples = features["segment_ids"] > 0
+  _assert_trees_close((np.asarray(got_logits)[on_samples], got_grads),
+                      (np.asarray(logits)[on_samples], grads), floor=1.0)
+
+
+def test_band_shorter_than_a_sample_changes_its_logits():
+  """A sample of 12 positions starting one position before a block boundary, through the band
+  of `attention_span=9` (which the data pipeline refuses), loses pairs: the comparison above
+  can fail."""
+  tokens, features, _ = _band_batch(([7, 12, 9, 9, 3], [2, 9, 9, 9, 5]))
+  expected = model_testing.forward(model_testing.build(tiny("nope")), tokens, **features)
+  got = model_testing.forward(model_testing.build(tiny("nope", attention_span=9)), tokens,
+                              **features)
+  on_samples = features["segment_ids"] > 0
+  assert np.abs(np.asarray(got - expected)[on_samples]).max() > 1e-3
+
+
+def test_band_is_checked_against_the_other_attention_settings():
+  with pytest.raises(ValueError, match="attention_span must be >= 0"):
+    model_testing.build(tiny("rope", attention_span=-1))
+  with pytest.raises(ValueError, match="set one of them to 0"):
+    model_testing.build(tiny("rope", attention_span=9, cudnn_segments=4))

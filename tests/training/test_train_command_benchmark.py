@@ -59,6 +59,8 @@ def test_times_the_command_and_the_step_of_a_recipe_on_cpu(tmp_path):
   assert 0.0 <= run["data_wait_fraction"] <= 1.0
   assert run["steps_per_call"] == 1  # the automatic count, resolved for one CPU device
   assert step["batch"] == 64  # the override reached the step as well as the command
+  assert run["overrides"] == step["overrides"] == ["train.batch_size=64",
+                                                   *training_testing.MICRO_MODEL]
   written = json.loads((tmp_path / "run" / "config.json").read_text())
   assert (written["train"]["batch_size"], written["model"]["hidden"]) == (64, 32)
   assert f"--config={ROOT / 'configs' / 'paper.py'}:table=rope_perf" in result.stderr

@@ -171,6 +171,9 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
      "config.train.log_every=1 is not a multiple of config.train.steps_per_call=3"),
     ({"model.cudnn_segments": 4},
      r"config.model.cudnn_segments=4 must exceed the 4 samples a row holds .* set it to 5"),
+    ({"model.attention_span": 5},
+     r"a sample of (\d+) positions in the stream's probe is longer than "
+     r"config.model.attention_span=5, .* set it to at least \1"),
 ])
 def test_config_errors_name_the_fix(tmp_path, overrides, message):
   config = training_testing.micro_config()
