@@ -61,7 +61,7 @@ VARIANTS = {
     # the padding) instead of the same-segment mask it takes as a bias over the whole row.
     "fast_segments": Variant((_FUSED, _SPLIT, "model.cudnn_segments=17"), _NO_TRITON_GEMM),
     # Attention within a band of blocks that holds samples of up to 33 positions (the 1-8-digit
-    # additions take up to 27), in XLA, instead of cuDNN's kernel over the whole masked row.
+    # additions take up to 28), in XLA, instead of cuDNN's kernel over the whole masked row.
     "fast_span": Variant((_FUSED, _SPLIT, "model.attention_span=33"), _NO_TRITON_GEMM),
     # GEMMs through cuBLASLt, whose epilogues can take a following elementwise op.
     "fast_cublaslt": Variant((_FUSED, _SPLIT),

@@ -211,12 +211,12 @@ def test_band_blocks_hold_the_span():
   assert [attention.band_block(n) for n in (1, 8, 9, 10, 17, 27, 33)] == [8, 8, 8, 16, 16, 32, 32]
 
 
-@pytest.mark.parametrize("pe", ["rope", "alibi", "nope", "fire"])
+@pytest.mark.parametrize("pe", ["rope", "fire"])
 def test_band_gives_the_masks_logits_and_gradients_on_samples(pe):
-  """Attention within the band of `attention_span=9` against the whole-row mask, with the PE's
-  bias taken on the band's blocks (ALiBi, FIRE): the same logits at every sample position and
-  the same gradients (FIRE's output bias, which softmax cancels, has a gradient of rounding
-  noise only)."""
+  """Attention within the band of `attention_span=9` against the whole-row mask, without a
+  bias (RoPE) and with the PE's bias taken on the band's blocks (FIRE): the same logits at every
+  sample position and the same gradients (FIRE's output bias, which softmax cancels, has a
+  gradient of rounding noise only)."""
   tokens, features, weights = _band_batch()
   logits, grads = _logits_and_grads(model_testing.build(tiny(pe)), tokens, features, weights)
   got_logits, got_grads = _logits_and_grads(model_testing.build(tiny(pe, attention_span=9)),
