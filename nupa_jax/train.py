@@ -2,8 +2,9 @@
 
 Trains a model as the config says, evaluating and checkpointing as it goes; rerunning the
 same command in the same workdir resumes. A command line or config that cannot run (a config
-field that does not exist, an unknown name, a workdir that is a file) exits with status 2 and
-one line naming the fix (`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 3,
+field that does not exist, an unknown name, a workdir that is a file; a batch holding a sample
+longer than `config.model.attention_span`) exits with status 2 and one line naming the fix
+(`nupa_jax.cli`); a diverged run (NaN / inf loss) exits with status 3,
 a run whose data holds a question that cannot be made (a task's sampler or solver, or the
 encoder, failed on it; or the frozen test set holds every question of a trained cell) with
 status 4 and one line naming it (`nupa_jax.data.SampleError`).
@@ -41,7 +42,7 @@ def main(argv):
     cli.output_dir(_WORKDIR.value, "--workdir")
   distributed.initialize_from_flags()  # several processes (SLURM, TPU pod, launch/local.sh)
   try:
-    with cli.usage_errors(trainer.ConfigError, label="config error"):
+    with cli.usage_errors(trainer.ConfigError, data.LongSampleError, label="config error"):
       trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
     distributed.shutdown()  # leave the other processes in order (no-op for one process)
   except stopping.Stopped as e:

@@ -66,7 +66,10 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
   test_per_length ... and this many questions per task and length (the benchmark's 1000).
 Read from outside `config.data`: the data seed is the run's `config.seed` (the validation stream
 uses it in a disjoint seed space, stream id 1, so it never shares a draw with training), the
-samples per global batch `config.train.batch_size`. Old runs' `data.seed` / `data.batch_size`
+samples per global batch `config.train.batch_size`, and the most positions a sample may take
+`config.model.attention_span` (0: any), since a model attending within a band of that span
+holds no longer one: a longer sample found by the probe, or in any batch, raises
+`LongSampleError` naming the span it needs. Old runs' `data.seed` / `data.batch_size`
 are mapped by `nupa_jax.settings.upgrade`.
 The encoder is `text.Encoder(**config.text)` (`config.text.tokenizer`, `config.text.format`),
 or the one passed to `Pipeline`.
@@ -91,11 +94,12 @@ Guarantees and costs:
   length and operands; the stream is deterministic, so a rerun stops at the same sample
   (`nupa_jax.train` exits with `cli.DATA_ERROR`).
 """
+from nupa_jax.data.batches import LongSampleError
 from nupa_jax.data.pipeline import (BatchIterator, Pipeline, describe, make_train_iterator,
                                     run_config)
 from nupa_jax.data.settings import defaults
 from nupa_jax.data.source import SampleError
 from nupa_jax.data.workers import WorkersDied, exit_for_dead_workers
 
-__all__ = ["BatchIterator", "Pipeline", "SampleError", "WorkersDied", "defaults", "describe",
-           "exit_for_dead_workers", "make_train_iterator", "run_config"]
+__all__ = ["BatchIterator", "LongSampleError", "Pipeline", "SampleError", "WorkersDied",
+           "defaults", "describe", "exit_for_dead_workers", "make_train_iterator", "run_config"]

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from nupa_jax import cli
+from nupa_jax import data
+from nupa_jax.data import source
 from nupa_jax.data import workers
 from nupa_jax.training import optimizer
 from nupa_jax.training import trainer
@@ -183,6 +185,19 @@ def test_config_errors_name_the_fix(tmp_path, overrides, message):
   with pytest.raises(trainer.ConfigError, match=message):
     trainer.train_and_evaluate(config, tmp_path)
   assert not (tmp_path / "checkpoints").exists()
+
+
+def test_a_batch_holding_a_sample_longer_than_the_attention_span_stops_the_run(
+    tmp_path, monkeypatch):
+  """A sample longer than `model.attention_span` that the pipeline's probe missed (here: a
+  probe made to report 5 positions) stops the run at the first batch holding one, before a
+  step runs on it, with the span it needs."""
+  probe = source.cell_positions
+  monkeypatch.setattr(source, "cell_positions", lambda *args: (probe(*args)[0], 5))
+  config = training_testing.micro_config(**{"model.attention_span": 5})
+  with pytest.raises(data.LongSampleError, match=r"in batch \d+ .* set it to at least"):
+    trainer.train_and_evaluate(config, tmp_path)
+  assert (tmp_path / "train_metrics.jsonl").read_text() == ""
 
 
 @pytest.mark.parametrize("accelerators, per_call", [(0, 1), (1, 1), (4, 4)])
