@@ -21,6 +21,7 @@ over the whole row is as fast as the band's XLA operations (docs/benchmarks/READ
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -181,7 +182,7 @@ def band_block(span: int) -> int:
 
 
 def band_layout(segment_ids: jax.Array, positions: jax.Array, span: int,
-                attention_bias) -> Band:
+                attention_bias: Callable[[jax.Array, jax.Array], jax.Array | None]) -> Band:
   """The `Band` of packed rows whose samples are at most `span` positions long.
 
   `attention_bias(q_pos, k_pos)` is the PE's bias (or None), taken on the band's blocks. The
