@@ -53,9 +53,10 @@ class Batcher:
       examples, n = packing.fill_row(self.row_examples(step, row), self.seq_len, replace)
       rows.append(examples)
       replaced += n
-    longest = max(e.slots for row in rows for e in row)
-    if self.longest_sample and longest > self.longest_sample:
-      raise long_sample(longest, self.longest_sample, step)
+    if self.longest_sample:
+      longest = max(e.slots for row in rows for e in row)
+      if longest > self.longest_sample:
+        raise long_sample(longest, self.longest_sample, step)
     arrays = packing.pack(rows, self.seq_len, self.source.encoder.pad_id,
                           loss_on_padding=self.loss_on_padding)
     stats = {
