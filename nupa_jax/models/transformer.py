@@ -170,7 +170,7 @@ class Transformer(nnx.Module):
       mask = cache_mask(features.segment_ids, cache.segment_ids, cache.index)
       is_causal, kernel = False, "xla"
     rotary = self.posenc.rotary(features.positions)
-    if mask is not None and cache is None and self.config.attention_span:
+    if cache is None and packed and self.config.attention_span:
       band = band_layout(features.segment_ids, features.positions, self.config.attention_span,
                          self.posenc.attention_bias)
       ctx = Context(rotary=rotary, mask=None, bias=None, is_causal=True, implementation="xla",
