@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+import launch_testing
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "launch" / "sweep.py"
 
@@ -333,10 +335,10 @@ def test_a_stop_reaches_the_run_once_and_waits_for_its_checkpoint(tmp_path, how,
                f"--out={out}", f"--python={_checkpointing_trainer(tmp_path)}"]
   if how.startswith("timeout"):
     command = ["timeout", "-s", "TERM", "600", *command]
-  # A terminal's group of its own; Ctrl-C reaches it even where pytest runs with SIGINT ignored.
+  # A terminal's group of its own: its Ctrl-C and hangup reach it wherever pytest runs.
   proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=launch_testing.as_from_a_terminal)
   try:
     _wait_for_the_run(tmp_path, proc)
     if how == "ctrl_c":

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+import launch_testing
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "launch" / "run_on_gpus.sh"
 COLLECT = ROOT / "launch" / "collect.sh"
@@ -263,7 +265,7 @@ def test_a_stop_of_the_job_stops_the_sweeps_in_order_and_archives(machine, how, 
   proc = subprocess.Popen(["bash", str(SCRIPT), "120", str(root), str(archive), "slow; exp"],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=launch_testing.as_from_a_terminal)
   try:
     deadline = time.monotonic() + 30
     while not (root / "slow").exists():
