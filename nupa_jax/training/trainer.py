@@ -291,8 +291,10 @@ def _train(run: _Run, ckpt: checkpoint_lib.Checkpointer, writer: writers.MetricW
       stacked_fields=stacked_fields, leaves_of=state, steps_per_call=run.train.steps_per_call)
   eval_step = step_lib.make_eval_step(run.spec.graphdef, run.spec.shardings,
                                       run.batch_sharding, run.replicated, stacked_fields)
+  # The few validation batches are made once, here in this process: grain workers would take
+  # seconds to start (each imports the main module) for a fraction of a second of work.
   with run.pipeline.val_iterator(run.eval.validation_batches, run.batch_sharding,
-                                 fields=fields, stacked=stacked) as it:
+                                 num_workers=0, fields=fields, stacked=stacked) as it:
     validation = [step_lib.device_batch(b) for b in it]
   results = None
   window = _Window()

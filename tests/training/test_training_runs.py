@@ -200,6 +200,35 @@ def test_a_batch_holding_a_sample_longer_than_the_attention_span_stops_the_run(
   assert (tmp_path / "train_metrics.jsonl").read_text() == ""
 
 
+def test_validation_batches_are_made_without_workers_and_training_batches_with(
+    tmp_path, monkeypatch):
+  """A run with grain workers makes its few validation batches in its own process (workers
+  would take seconds to start for a fraction of a second of work) and its training batches
+  with the workers it was given. The training iterator is stopped before any worker starts."""
+
+  class Stop(Exception):
+    pass
+
+  asked = {}
+  val_iterator = data.Pipeline.val_iterator
+
+  def recorded_val_iterator(self, *args, **kwargs):
+    asked["validation"] = kwargs.get("num_workers")
+    return val_iterator(self, *args, **kwargs)
+
+  def stopped_train_iterator(self, *args, **kwargs):
+    asked["training"] = kwargs.get("num_workers", self.num_workers)
+    asked["pipeline"] = self.num_workers
+    raise Stop
+
+  monkeypatch.setattr(data.Pipeline, "val_iterator", recorded_val_iterator)
+  monkeypatch.setattr(data.Pipeline, "train_iterator", stopped_train_iterator)
+  config = training_testing.micro_config(**{"data.num_workers": 2})
+  with pytest.raises(Stop):
+    trainer.train_and_evaluate(config, tmp_path)
+  assert asked == {"validation": 0, "training": 2, "pipeline": 2}
+
+
 @pytest.mark.parametrize("accelerators, per_call", [(0, 1), (1, 1), (4, 4)])
 def test_a_run_takes_automatic_steps_per_call_from_its_accelerators(
     tmp_path, monkeypatch, accelerators, per_call):
