@@ -53,7 +53,8 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   (default) = auto: 0 on a CPU-only process, else min(6 per local
                   accelerator, usable CPUs - 1) (data/workers.py says why). Workers that die
                   as they start, which grain would wait for forever, end the iterator with
-                  `WorkersDied` once a batch is 2 s late.
+                  `WorkersDied` once a batch is 2 s late. The trainer makes its few
+                  validation batches in its own process, without workers.
   device_prefetch batches a background thread takes from grain and places on the devices
                   ahead of the training step (default 2; a loop that takes several a call,
                   `train_iterator(per_call=...)`, finds that many calls' batches ahead); 0 =
