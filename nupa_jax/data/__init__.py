@@ -54,7 +54,8 @@ Fields of `config.data` (`data.defaults()` lists them; missing fields take these
                   accelerator, usable CPUs - 1) (data/workers.py says why). Workers that die
                   as they start, which grain would wait for forever, end the iterator with
                   `WorkersDied` once a batch is 2 s late. The trainer makes its few
-                  validation batches in its own process, without workers.
+                  validation batches in its own process: workers would take longer to
+                  start than to make them.
   device_prefetch batches a background thread takes from grain and places on the devices
                   ahead of the training step (default 2; a loop that takes several a call,
                   `train_iterator(per_call=...)`, finds that many calls' batches ahead); 0 =
