@@ -294,6 +294,31 @@ def test_a_failure_of_the_prefetch_producer_reaches_the_consumer_in_order():
   prefetch.close()
 
 
+class _FailingClose:
+  """A grain iterator stand-in whose close fails, as grain's does after a worker's start
+  failed under it (its process never started, so it cannot be joined)."""
+
+  def close(self):
+    raise AssertionError("can only join a started process")
+
+
+def test_an_error_inside_the_block_is_not_replaced_by_a_failing_close(pipeline, caplog):
+  """The error that ended a `with` block over the iterator is what the caller gets (the
+  trainer prints it last), the close's own failure a warning; with no error in the block, a
+  failing close raises as before."""
+  iterator = pipeline.train_iterator()
+  iterator._iterator.close()  # pylint: disable=protected-access
+  iterator._iterator = _FailingClose()  # pylint: disable=protected-access
+  with pytest.raises(OSError, match="Bad file descriptor"):
+    with iterator:
+      raise OSError(9, "Bad file descriptor")
+  assert "closing the batch iterator after" in caplog.text
+  assert "can only join a started process" in caplog.text
+  with pytest.raises(AssertionError, match="can only join a started process"):
+    with iterator:
+      pass
+
+
 def test_a_prefetching_iterator_nobody_closes_stops_its_thread_when_dropped():
   import gc  # pylint: disable=import-outside-toplevel
   mesh = jax.make_mesh((1,), ("data",))
