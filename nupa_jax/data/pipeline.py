@@ -267,14 +267,13 @@ class BatchIterator(Iterator[dict[str, Any]]):
     return self
 
   def __exit__(self, exc_type, error, traceback) -> None:
-    if error is None:
-      self.close()
-      return
-    # The block's error says what went wrong. A close that fails under it (grain closing the
-    # workers whose start that error cut short) is logged, not raised in its place.
     try:
       self.close()
     except Exception:  # pylint: disable=broad-except
+      if error is None:
+        raise
+      # The block's error says what went wrong. A close that fails under it (grain closing
+      # the workers whose start that error cut short) is logged, not raised in its place.
       logging.warning("closing the batch iterator after %r failed too", error, exc_info=True)
 
 
