@@ -1,12 +1,13 @@
 """Prints, as JSON, the collectives of the compiled train step of the micro config on a mesh.
 
-    fsdp_collectives_main.py [fsdp|data|zero1]
+    fsdp_collectives_main.py [MESH ...]
 
-`fsdp` (default): parameters split over fsdp; `data`: data parallel; `zero1`: data parallel
-with the optimizer state split over data (`mesh.shard_optimizer_over_data`). Run in a
-subprocess with 2 fake CPU devices (test_training_sharding.py): the device count must be fixed
-before jax initialises. Output: {"rows", "seq_len", "collectives": [[op, [shape, ...]], ...]}
-with every array operand's shape of every collective in the optimized HLO.
+MESH `fsdp` (the default when none is named): parameters split over fsdp; `data`: data
+parallel; `zero1`: data parallel with the optimizer state split over data
+(`mesh.shard_optimizer_over_data`). Run in a subprocess with 2 fake CPU devices
+(test_training_sharding.py): the device count must be fixed before jax initialises. Output:
+a line {"rows", "seq_len", "collectives": [[op, [shape, ...]], ...]} for each MESH named, in
+order, with every array operand's shape of every collective in the optimized HLO.
 """
 import json
 import re
@@ -32,7 +33,7 @@ MESHES = {
 }
 
 
-def main(mesh_name: str) -> None:
+def collectives(mesh_name: str) -> dict:
   config = training_testing.micro_config(**MESHES[mesh_name], **{"model.num_layers": 2})
   mesh = sharding.make_mesh(config.mesh.shape)
   pipeline = data_lib.Pipeline(config)
@@ -50,15 +51,15 @@ def main(mesh_name: str) -> None:
   batch = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=batch_sh) for k, v in batch.items()}
   with jax.set_mesh(mesh):
     hlo = train_step.lower(state, batch).compile().as_text()
-  collectives = []
+  found = []
   for line in hlo.splitlines():
     match = COLLECTIVE.search(line)
     if match:
       shapes = [[int(d) for d in dims.split(",") if d] for dims in SHAPE.findall(match.group(1))]
-      collectives.append([match.group(2), shapes])
-  json.dump({"rows": pipeline.rows, "seq_len": pipeline.seq_len,
-             "collectives": collectives}, sys.stdout)
+      found.append([match.group(2), shapes])
+  return {"rows": pipeline.rows, "seq_len": pipeline.seq_len, "collectives": found}
 
 
 if __name__ == "__main__":
-  main(sys.argv[1] if len(sys.argv) > 1 else "fsdp")
+  for name in sys.argv[1:] or ["fsdp"]:
+    print(json.dumps(collectives(name)))

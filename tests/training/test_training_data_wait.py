@@ -79,17 +79,16 @@ def test_warns_once_when_the_wait_stays_above_ten_percent_after_the_first_interv
   assert "raise config.data.num_workers" in warnings[0]
 
 
-def test_a_tiny_run_logs_the_data_wait_of_every_interval(tmp_path):
+def test_a_tiny_run_logs_the_data_wait_of_every_interval(tmp_path, capsys):
   workdir = tmp_path / "run"
-  result = training_testing.run("nupa_jax.train", training_testing.micro_args(
-      workdir, **{"train.steps": 20, "train.log_every": 10}))
+  training_testing.train(workdir, **{"train.steps": 20, "train.log_every": 10})
   records = [json.loads(line) for line in (workdir / "train_metrics.jsonl").read_text()
              .splitlines()]
   steps = [r for r in records if "event" not in r]
   assert [r["step"] for r in steps] == [10, 20]
   for record in steps:
     assert 0.0 <= record["data_wait_fraction"] <= 1.0
-  assert result.stdout.count("data wait ") == 2
+  assert capsys.readouterr().out.count("data wait ") == 2
   # Each interval's data counts are those of its batches, as the pipeline gives them.
   config = training_testing.micro_config(**{"train.steps": 20})
   with data.Pipeline(*data.run_config(config)).train_iterator() as batches:

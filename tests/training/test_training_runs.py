@@ -1,6 +1,8 @@
 """The main job end to end, in subprocesses: sharded = single-device losses, SIGKILL and
 resume = an uninterrupted run bit for bit, the evaluate CLI on a saved checkpoint, and
-config errors that name their fix."""
+config errors that name their fix. A one-device run that others are compared against trains
+in this process, and runs compared with each other on two devices share one process
+(training_testing): none of them is a test of the command itself."""
 import json
 import os
 import pathlib
@@ -36,7 +38,7 @@ def test_sharded_run_matches_single_device(tmp_path):
   optimizer state split over data, each step's rows in 2 microbatches and each batch's fields
   placed as one stacked array: the same losses as one device, and the same validation loss."""
   steps = {"train.steps": 4}
-  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "one", **steps))
+  training_testing.train(tmp_path / "one", **steps)
   mesh = {"mesh.shape.data": 2, "mesh.shape.fsdp": 2, "mesh.shape.tensor": 2}
   eight = training_testing.run("nupa_jax.train", training_testing.micro_args(
       tmp_path / "eight", **steps, **mesh), devices=8)
@@ -73,10 +75,10 @@ def test_several_steps_a_call_repeat_the_one_step_run(tmp_path):
   settings = {"train.steps": 7, "train.log_every": 2, "checkpoint.every": 2}
   options = {"train.microbatches": 2, "mesh.shard_optimizer_over_data": True,
              "data.stacked_transfer": True}
-  for name, per_call, other in (("one", 1, {}), ("two", 2, {}), ("two_options", 2, options)):
-    training_testing.run("nupa_jax.train", training_testing.micro_args(
-        tmp_path / name, **settings, **other, **{"train.steps_per_call": per_call}),
-        devices=2)
+  training_testing.train_in_one_process([
+      (tmp_path / name, {**settings, **other, "train.steps_per_call": per_call})
+      for name, per_call, other in (("one", 1, {}), ("two", 2, {}), ("two_options", 2, options))
+  ], devices=2)
   names = ("two", "two_options")
   one = step_records(tmp_path / "one")
   val_losses = {name: [json.loads(x)["val_loss"] for x in
@@ -113,7 +115,7 @@ def _logged_steps(workdir: pathlib.Path) -> list[int]:
 def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_path):
   total = 100  # long enough that an async checkpoint commits well before the end
   settings = {"train.steps": total, "checkpoint.every": 10}
-  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings))
+  training_testing.train(tmp_path / "ref", **settings)
   killed = tmp_path / "killed"
   process = subprocess.Popen(
       [sys.executable, "-m", "nupa_jax.train", *training_testing.micro_args(killed, **settings)],

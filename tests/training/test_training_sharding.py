@@ -9,22 +9,29 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import training_testing
 
 
-def _collectives(mesh: str) -> dict:
-  """fsdp_collectives_main.py's report of the train step compiled on 2 fake devices."""
-  result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", mesh],
+MESHES = ("fsdp", "zero1", "data")
+
+
+@pytest.fixture(scope="module")
+def collectives() -> dict[str, dict]:
+  """fsdp_collectives_main.py's reports of the train step compiled on 2 fake devices, one per
+  mesh of MESHES: made by one process, which starts and imports once for all of them."""
+  result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", *MESHES],
                           cwd=training_testing.ROOT, env=dict(
                               training_testing.env(devices=2),
                               PYTHONPATH=f"{training_testing.ROOT}:{training_testing.ROOT}/tests/training"),
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
-  return json.loads(result.stdout)
+  return dict(zip(MESHES, map(json.loads, result.stdout.splitlines()), strict=True))
 
 
-def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations():
-  report = _collectives("fsdp")
+def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations(collectives):
+  report = collectives["fsdp"]
   rows, seq_len = report["rows"], report["seq_len"]
   ops = [(op, shape) for op, shapes in report["collectives"] for shape in shapes]
   activation_sized = [(op, s) for op, s in ops if len(s) >= 2 and s[:2] in (
@@ -37,7 +44,7 @@ def test_fsdp_step_gathers_parameters_and_never_whole_batch_activations():
   assert gathered, "no parameter all-gathers: the parameters are not FSDP-sharded"
 
 
-def test_optimizer_over_data_updates_shards_and_gathers_the_new_parameters():
+def test_optimizer_over_data_updates_shards_and_gathers_the_new_parameters(collectives):
   """Data parallel with `mesh.shard_optimizer_over_data`: each device updates its half of the
   parameters (with its half of the moments) and the step all-gathers the updated parameters;
   without the option a data-parallel step gathers no parameter."""
@@ -46,5 +53,5 @@ def test_optimizer_over_data_updates_shards_and_gathers_the_new_parameters():
             if op == "all-gather" and len(s) >= 2 and s[:2] != [report["rows"], report["seq_len"]]
             and s[:1] != [report["rows"]]]
 
-  assert parameter_gathers(_collectives("zero1"))
-  assert not parameter_gathers(_collectives("data"))
+  assert parameter_gathers(collectives["zero1"])
+  assert not parameter_gathers(collectives["data"])

@@ -33,7 +33,7 @@ def _events(workdir: pathlib.Path) -> list[dict]:
 def test_sigint_saves_a_checkpoint_and_the_rerun_resumes_bit_for_bit(tmp_path):
   total = 30
   settings = {"train.steps": total, "checkpoint.every": 1000}  # only the stop saves mid-run
-  training_testing.run("nupa_jax.train", training_testing.micro_args(tmp_path / "ref", **settings))
+  training_testing.train(tmp_path / "ref", **settings)  # in this process: not the one stopped
   reference = _steps(tmp_path / "ref")
   assert [s[0] for s in reference] == list(range(1, total + 1))
 

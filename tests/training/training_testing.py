@@ -1,11 +1,13 @@
 """Shared by the training tests: a micro config (one small layer, short samples) that runs
-the real trainer in seconds, and the command line that selects it."""
+the real trainer in seconds, the command line that selects it, and ways to run it in this
+process or several runs in one subprocess."""
 import os
 import pathlib
 import subprocess
 import sys
 
 from configs import pe
+from nupa_jax.training import trainer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -22,15 +24,26 @@ MICRO = {
 MICRO_MODEL = tuple(f"{k}={v}" for k, v in MICRO.items() if k.startswith("model."))
 
 
-def micro_config(**overrides):
-  config = pe.get_config("size=tiny")
-  for key, value in {**MICRO, **overrides}.items():
+def override(config, overrides: dict):
+  """`config` with each dotted KEY of `overrides` set to its value."""
+  for key, value in overrides.items():
     *path, name = key.split(".")
     node = config
     for part in path:
       node = node[part]
     node[name] = value
   return config
+
+
+def micro_config(**overrides):
+  return override(pe.get_config("size=tiny"), {**MICRO, **overrides})
+
+
+def train(workdir, **overrides) -> dict:
+  """The micro config's run in this process: for a run on one device that a test reads or
+  compares against, not one whose command, signals or exit status are tested. It saves the
+  interpreter start and the imports of a `python -m nupa_jax.train` (4-5 s of CPU)."""
+  return trainer.train_and_evaluate(micro_config(**overrides), workdir)
 
 
 def micro_args(workdir, **overrides) -> list[str]:
@@ -51,10 +64,32 @@ def env(devices: int = 1) -> dict:
 
 def run(module: str, args: list[str], devices: int = 1, check: bool = True,
         timeout: int = 300) -> subprocess.CompletedProcess:
-  result = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
-                          env=env(devices), capture_output=True, text=True,
-                          timeout=timeout)
+  return _python(module, ["-m", module, *args], devices, check, timeout)
+
+
+# Trains the micro config with each (workdir, overrides) of its argument, one after another.
+_TRAIN_EACH = """
+import ast, sys
+sys.path.insert(0, "tests/training")
+import training_testing
+for workdir, overrides in ast.literal_eval(sys.argv[1]):
+  training_testing.train(workdir, **overrides)
+"""
+
+
+def train_in_one_process(runs: list[tuple[pathlib.Path, dict]], devices: int) -> None:
+  """The micro config's runs of `runs` ((workdir, overrides) pairs) one after another in one
+  subprocess with `devices` fake CPU devices: runs on several devices that a test compares
+  (not their command line) share one interpreter start and one import of the trainer."""
+  arg = repr([(str(workdir), overrides) for workdir, overrides in runs])
+  _python("micro runs", ["-c", _TRAIN_EACH, arg], devices, check=True, timeout=600)
+
+
+def _python(name: str, argv: list[str], devices: int, check: bool,
+            timeout: int) -> subprocess.CompletedProcess:
+  result = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env(devices),
+                          capture_output=True, text=True, timeout=timeout)
   if check and result.returncode:
-    raise AssertionError(f"{module} failed ({result.returncode}):\n{result.stdout}\n"
+    raise AssertionError(f"{name} failed ({result.returncode}):\n{result.stdout}\n"
                          f"{result.stderr[-4000:]}")
   return result
