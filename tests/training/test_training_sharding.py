@@ -6,8 +6,6 @@ them; that cost 40% of the per-GPU throughput on 2 H100s. `sharding.constrain` p
 activations to the batch split; this checks the compiled program's communication.
 """
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -21,12 +19,7 @@ MESHES = ("fsdp", "zero1", "data")
 def collectives() -> dict[str, dict]:
   """fsdp_collectives_main.py's reports of the train step compiled on 2 fake devices, one per
   mesh of MESHES: made by one process, which starts and imports once for all of them."""
-  result = subprocess.run([sys.executable, "tests/training/fsdp_collectives_main.py", *MESHES],
-                          cwd=training_testing.ROOT, env=dict(
-                              training_testing.env(devices=2),
-                              PYTHONPATH=f"{training_testing.ROOT}:{training_testing.ROOT}/tests/training"),
-                          capture_output=True, text=True, timeout=300)
-  assert result.returncode == 0, result.stderr[-3000:]
+  result = training_testing.run_script("fsdp_collectives_main.py", list(MESHES), devices=2)
   return dict(zip(MESHES, map(json.loads, result.stdout.splitlines()), strict=True))
 
 

@@ -67,27 +67,26 @@ def run(module: str, args: list[str], devices: int = 1, check: bool = True,
   return _python(module, ["-m", module, *args], devices, check, timeout)
 
 
-# Trains the micro config with each (workdir, overrides) of its argument, one after another.
-_TRAIN_EACH = """
-import ast, sys
-sys.path.insert(0, "tests/training")
-import training_testing
-for workdir, overrides in ast.literal_eval(sys.argv[1]):
-  training_testing.train(workdir, **overrides)
-"""
-
-
 def train_in_one_process(runs: list[tuple[pathlib.Path, dict]], devices: int) -> None:
   """The micro config's runs of `runs` ((workdir, overrides) pairs) one after another in one
   subprocess with `devices` fake CPU devices: runs on several devices that a test compares
   (not their command line) share one interpreter start and one import of the trainer."""
   arg = repr([(str(workdir), overrides) for workdir, overrides in runs])
-  _python("micro runs", ["-c", _TRAIN_EACH, arg], devices, check=True, timeout=600)
+  run_script("micro_runs_main.py", [arg], devices, timeout=600)
 
 
-def _python(name: str, argv: list[str], devices: int, check: bool,
-            timeout: int) -> subprocess.CompletedProcess:
-  result = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env(devices),
+def run_script(name: str, args: list[str], devices: int,
+               timeout: int = 300) -> subprocess.CompletedProcess:
+  """One of this folder's `*_main.py` scripts in a subprocess with `devices` fake CPU devices;
+  it imports this module and the repository's packages."""
+  path = pathlib.Path(__file__).parent
+  return _python(name, [str(path / name), *args], devices, True, timeout,
+                 PYTHONPATH=os.pathsep.join([str(ROOT), str(path)]))
+
+
+def _python(name: str, argv: list[str], devices: int, check: bool, timeout: int,
+            **environ: str) -> subprocess.CompletedProcess:
+  result = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env(devices) | environ,
                           capture_output=True, text=True, timeout=timeout)
   if check and result.returncode:
     raise AssertionError(f"{name} failed ({result.returncode}):\n{result.stdout}\n"
