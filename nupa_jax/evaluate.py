@@ -1,5 +1,6 @@
 """`python -m nupa_jax.evaluate --workdir=DIR [--checkpoint best|latest|STEP] [--tasks a,b]
-[--per-length N] [--decoding run|greedy|sampled] [--out FILE]`
+[--per-length N] [--decoding run|greedy|sampled] [--positions run|consecutive|training]
+[--out FILE]`
 
 Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
 (the trainer's JSON layout) to `--out` or to `DIR/eval/evaluations/step_{N}_{decoding}_{P}q.json`
@@ -13,6 +14,7 @@ from absl import logging
 from nupa_jax import cli
 from nupa_jax import distributed
 from nupa_jax import saved_run
+from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import results as results_lib
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "a training run's directory")
@@ -24,6 +26,11 @@ _PER_LENGTH = flags.DEFINE_integer("per-length", None,
 _DECODING = flags.DEFINE_enum("decoding", "run", ["run", "greedy", "sampled"],
                               "run: the run's config.eval.greedy; greedy; or sampled with the "
                               "config's temperature / top-p (the paper's 0.6 / 0.9)")
+_POSITIONS = flags.DEFINE_enum(
+    "positions", "run", ["run", *positions_lib.RULES],
+    "position ids of the evaluated tokens: run: the run's config.eval.positions; consecutive "
+    "(0, 1, 2, ..., the paper's); training: drawn as the run's PE draws them in training "
+    "(random_positions), to test whether a model fails only on consecutive ids")
 _OUT = flags.DEFINE_string("out", None, "results file (default: under DIR/eval/evaluations/)")
 flags.mark_flag_as_required("workdir")
 distributed.define_flags()
@@ -41,7 +48,7 @@ def main(argv):
   with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
     step, results, path = saved_run.evaluate_checkpoint(
         _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
-        out=_OUT.value)
+        out=_OUT.value, positions=None if _POSITIONS.value == "run" else _POSITIONS.value)
   print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
   print(results_lib.format_table(results))
   distributed.shutdown()  # leave the other processes in order (no-op for one process)

@@ -36,18 +36,22 @@ def load_run_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:
 def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
                         tasks: Sequence[str] | None = None,
                         per_length: int | None = None, greedy: bool | None = None,
-                        out: str | os.PathLike | None = None) -> tuple[int, dict, paths.Path]:
+                        out: str | os.PathLike | None = None,
+                        positions: str | None = None) -> tuple[int, dict, paths.Path]:
   """Evaluates checkpoint `best` / `latest` / STEP of a run; returns (step, results, file).
 
   The results go to `out`, or to `eval/evaluations/` under `results.evaluation_name` -- never
   over the trainer's `eval/step_N.json` / `eval/latest.json`. The run's config decides the
-  model, text format and evaluation settings; `tasks`, `per_length` and `greedy` (greedy
-  decoding, or the config's sampling) override `config.eval`. The mesh is the run's when it fits these devices,
+  model, text format and evaluation settings; `tasks`, `per_length`, `greedy` (greedy
+  decoding, or the config's sampling) and `positions` (`evaluation.positions.RULES`) override
+  `config.eval`. The mesh is the run's when it fits these devices,
   else all devices data-parallel (a checkpoint restores onto any mesh).
   """
   config = load_run_config(workdir)
   if greedy is not None:
     config.eval.greedy = greedy
+  if positions is not None:
+    config.eval.positions = positions
   try:
     mesh = sharding_lib.make_mesh(config.mesh.shape)
   except ValueError:
@@ -63,13 +67,14 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
                                       per_length=per_length)
   results = evaluator.evaluate(spec.graphdef, params,
                                report=print if jax.process_index() == 0 else None)
-  greedy = evaluator.settings.greedy
+  greedy, positions = evaluator.settings.greedy, evaluator.settings.positions
   out = paths.path(out) if out else (
       paths.path(workdir) / results_lib.EVAL_DIR / "evaluations" /
-      results_lib.evaluation_name(step, greedy, evaluator.per_length, tasks))
+      results_lib.evaluation_name(step, greedy, evaluator.per_length, tasks, positions))
   if jax.process_index() == 0:
     results_lib.write_evaluation(out, step, results,
                                  {"samples_seen": meta.get("samples_seen"),
                                   "checkpoint": checkpoint, "per_length": evaluator.per_length,
-                                  "greedy": greedy, **results_lib.skipped_meta(evaluator.skipped)})
+                                  "greedy": greedy, "positions": positions,
+                                  **results_lib.skipped_meta(evaluator.skipped)})
   return step, results, out

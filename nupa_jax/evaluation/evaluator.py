@@ -9,7 +9,9 @@ Start-up checks: the positional encoding must represent every position input of 
 evaluated sample (`posenc.check_limits`: an Abacus / coupling table or absolute positions too
 short, randomized positions that never reach that far) where the run's model source says its
 limits apply (`runmode`), and a PE that reads text features needs a rule that continues them
-through generated tokens (`feature_rules`).
+through generated tokens (`feature_rules`). Position ids other than 0, 1, 2, ...
+(`config.eval.positions`, `positions.RULES`) are drawn once per batch from a seed fixed by
+`config.eval.sample_seed` and the batch's index, so that an evaluation repeats exactly.
 
 Batches are `config.eval.batch_size` prompts, capped by the most questions of one task (a
 batch holds one task's questions; rows beyond them repeat prompts, wasted work that RF-CoT's
@@ -47,6 +49,7 @@ from nupa_jax import tasks as tasks_lib
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import feature_rules
 from nupa_jax.evaluation import generate as generate_lib
+from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import settings as settings_lib
 from nupa_jax.models import posenc
@@ -87,6 +90,19 @@ def check_position_limits(config, vocab_size: int, extents: Mapping[str, int],
   posenc.check_limits(pe, extents, f"evaluation (questions up to {longest} digits)")
 
 
+def training_position_range(config, vocab_size: int) -> int:
+  """The run's PE's `random_positions` (M: training ids are drawn from [0, M)); ValueError
+  for a PE trained on consecutive ids, which a rule drawing ids as in training cannot serve."""
+  model_config = models.resolve(config.model, vocab_size)
+  pe = nnx.eval_shape(lambda: posenc.build(model_config, rngs=nnx.Rngs(0)))
+  size = getattr(pe, "random_positions", None)
+  if not size:
+    raise ValueError(f"config.eval.positions={config.eval.positions!r} draws position ids as "
+                     f"training does, but the run's posenc {pe.name!r} trains on consecutive "
+                     "ids (no random_positions): use positions='consecutive'")
+  return int(size)
+
+
 class Evaluator:
   """Holds the encoded test batches of a run; `evaluate(graphdef, state)` scores a model."""
 
@@ -124,6 +140,17 @@ class Evaluator:
       check_position_limits(config, encoder.vocab_size, extents, longest)
     self._sharding = sharding_lib.batch_sharding(mesh)
     self._compiled = set()  # `Batch.program`s compiled already
+    self.position_ids = self._position_ids(encoder.vocab_size)  # per batch; None: 0, 1, 2, ...
+
+  def _position_ids(self, vocab_size: int) -> list[np.ndarray | None]:
+    """Each batch's position ids by `config.eval.positions` (None where the rule keeps 0, 1,
+    2, ...), int32[rows, width + buffer]."""
+    name = self.settings.positions
+    rule = positions_lib.RULES[name]
+    size = (training_position_range(self.config, vocab_size)
+            if name in positions_lib.NEEDS_RANDOM_POSITIONS and self.batches else 0)
+    return [rule(b.lengths, b.max_new_tokens, b.prompts.shape[1] + b.buffer, size,
+                 (self.settings.sample_seed, index)) for index, b in enumerate(self.batches)]
 
   def _scores(self, batch: questions_lib.Batch, rows: dict[int, np.ndarray]
               ) -> list[tuple[int, dict]]:
@@ -139,11 +166,12 @@ class Evaluator:
                                        self.settings.dlength_rule)))
     return out
 
-  def _generate(self, model, batch: questions_lib.Batch, rng: jax.Array, *,
+  def _generate(self, model, index: int, rng: jax.Array, *,
                 compile_only: bool = False) -> jax.Array | None:
-    """The batch's generated tokens (a global array, the whole output buffer), or only the
+    """Batch `index`'s generated tokens (a global array, the whole output buffer), or only the
     program that generates them compiled (from any thread: the mesh is entered here)."""
     e = self.settings
+    batch, position_ids = self.batches[index], self.position_ids[index]
     with jax.set_mesh(self.mesh):
       inputs = (model, _global(batch.prompts, self._sharding),
                 _global(batch.lengths, self._sharding))
@@ -151,7 +179,9 @@ class Evaluator:
                      eos_id=self.encoder.eos_id, pad_id=self.encoder.pad_id, rng=rng,
                      temperature=0.0 if e.greedy else float(e.temperature), top_p=e.top_p,
                      features={k: _global(v, self._sharding) for k, v in batch.features.items()},
-                     next_features=self.next_features)
+                     next_features=self.next_features,
+                     position_ids=None if position_ids is None else _global(position_ids,
+                                                                            self._sharding))
       if compile_only:
         return generate_lib.precompile(*inputs, **options)
       return generate_lib.generate(*inputs, **options, trim=False)
@@ -162,15 +192,16 @@ class Evaluator:
     Each program is compiled before its first batch runs, as the loop would, but in threads:
     XLA compiles on several cores at once, and the decoding loop then never waits for one.
     """
-    todo = {b.program: b for b in self.batches}
-    todo = [b for shape, b in todo.items() if shape not in self._compiled]
+    todo = {b.program: index for index, b in enumerate(self.batches)}
+    todo = {shape: index for shape, index in todo.items() if shape not in self._compiled}
     if not todo:
       return
     report(f"compiling {len(todo)} generation program{'s' if len(todo) > 1 else ''}")
     threads = min(len(todo), COMPILE_THREADS, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-      list(pool.map(lambda b: self._generate(model, b, rng, compile_only=True), todo))
-    self._compiled.update(b.program for b in todo)
+      list(pool.map(lambda index: self._generate(model, index, rng, compile_only=True),
+                    todo.values()))
+    self._compiled.update(todo)
 
   def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None) -> dict:
     """{task: summary} (metrics.summarize) of the model `nnx.merge(graphdef, state)`.
@@ -191,7 +222,7 @@ class Evaluator:
     with concurrent.futures.ThreadPoolExecutor(1) as scorer:
       self._precompile(model, rng, report)
       for index, batch in enumerate(self.batches):
-        generated = self._generate(model, batch, jax.random.fold_in(rng, index))
+        generated = self._generate(model, index, jax.random.fold_in(rng, index))
         scored.append(scorer.submit(self._scores, batch, _local_rows(generated)))
         now = time.perf_counter()
         if now - last >= PROGRESS_EVERY_S and index + 1 < len(self.batches):

@@ -3,7 +3,8 @@
 Prompts come right-padded (`prompts[i, :prompt_lengths[i]]` is prompt i, the rest is
 ignored). Inside, each row is shifted to end at slot P - 1 (left padding), so every row
 writes its next token to the same cache slot and one `dynamic_update_slice` serves the batch;
-positions still count from 0 within each prompt and continue through the generated tokens.
+positions still count from 0 within each prompt and continue through the generated tokens,
+unless `position_ids` gives each row's ids (`evaluation.positions`: drawn as in training).
 
 Positional encodings that read text structure need it for generated tokens too: pass the
 prompts' `features` (digit_index / significance, right-padded like the prompts) and a
@@ -55,6 +56,7 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
              temperature: float = 0.0, top_p: float = 1.0,
              features: Mapping[str, np.ndarray] | None = None,
              next_features: FeatureRule | None = None, buffer: int | None = None,
+             position_ids: np.ndarray | jax.Array | None = None,
              trim: bool = True) -> jax.Array:
   """int32[B, max_new_tokens]: the tokens generated after each prompt, pad after EOS.
 
@@ -66,6 +68,8 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
     token's features, same names; required with features.
   buffer: slots for generated tokens, >= max_new_tokens (default: the power of two above it);
     part of the compiled program's shape, like the prompts' width.
+  position_ids: int32[B, P + buffer], the position input of each row's j-th token (its prompt's
+    j-th, then generated token j - length); default j.
   trim: False returns the whole output buffer, int32[B, buffer], pad past max_new_tokens:
     cutting it to max_new_tokens on the device compiles a small program for every new length,
     which a caller that reads the rows on the host can do without.
@@ -73,7 +77,7 @@ def generate(model: nnx.Module | tuple[nnx.GraphDef, nnx.State], prompts, prompt
   args, static = _arguments(model, prompts, prompt_lengths, max_new_tokens=max_new_tokens,
                             eos_id=eos_id, pad_id=pad_id, rng=rng, temperature=temperature,
                             top_p=top_p, features=features, next_features=next_features,
-                            buffer=buffer)
+                            buffer=buffer, position_ids=position_ids)
   out = _generate(*args, **static)
   return out[:, :max_new_tokens] if trim else out
 
@@ -90,7 +94,8 @@ def _arguments(model, prompts, prompt_lengths, *, max_new_tokens: int, eos_id: i
                rng: jax.Array | None = None, temperature: float = 0.0, top_p: float = 1.0,
                features: Mapping[str, np.ndarray] | None = None,
                next_features: FeatureRule | None = None,
-               buffer: int | None = None) -> tuple[tuple, dict]:
+               buffer: int | None = None,
+               position_ids: np.ndarray | jax.Array | None = None) -> tuple[tuple, dict]:
   """`_generate`'s arguments and static options for `generate`'s, checked."""
   if isinstance(model, nnx.Module):
     graphdef, state = nnx.split(model)
@@ -118,9 +123,14 @@ def _arguments(model, prompts, prompt_lengths, *, max_new_tokens: int, eos_id: i
   buffer = power_of_two(max_new_tokens) if buffer is None else buffer
   if buffer < max_new_tokens:
     raise ValueError(f"buffer={buffer} holds fewer than max_new_tokens={max_new_tokens}")
+  shape = (np.shape(prompts)[0], np.shape(prompts)[1] + buffer)
+  if position_ids is not None and tuple(np.shape(position_ids)) != shape:
+    raise ValueError(f"position_ids must have one id per prompt and output slot, shape {shape}, "
+                     f"got {tuple(np.shape(position_ids))}")
   args = (graphdef, state, jnp.asarray(prompts, jnp.int32),
           jnp.asarray(prompt_lengths, jnp.int32), features, rng, jnp.float32(temperature),
-          jnp.float32(top_p), jnp.int32(max_new_tokens))
+          jnp.float32(top_p), jnp.int32(max_new_tokens),
+          None if position_ids is None else jnp.asarray(position_ids, jnp.int32))
   static = dict(greedy=temperature == 0, buffer=buffer, eos_id=eos_id, pad_id=pad_id,
                 next_features=next_features)
   return args, static
@@ -151,7 +161,7 @@ def sample_token(logits: jax.Array, key: jax.Array, temperature: jax.Array | flo
 @functools.partial(jax.jit, static_argnames=("graphdef", "greedy", "buffer", "eos_id",
                                              "pad_id", "next_features"))
 def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top_p,
-              max_new_tokens, *, greedy, buffer, eos_id, pad_id, next_features):
+              max_new_tokens, position_ids, *, greedy, buffer, eos_id, pad_id, next_features):
   model = nnx.merge(graphdef, state)
   batch, width = prompts.shape
   source = jnp.arange(width)[None, :] - (width - lengths)[:, None]   # left-aligning gather
@@ -160,10 +170,13 @@ def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top
   def left_align(a, fill):
     return jnp.where(valid, jnp.take_along_axis(a, jnp.maximum(source, 0), axis=1), fill)
 
+  def position(index):  # int32[B, n] ids of the rows' tokens number `index` (int32[B, n])
+    return index if position_ids is None else jnp.take_along_axis(position_ids, index, axis=1)
+
   extras = {k: left_align(v, 0) for k, v in features.items()}
   cache = model.init_cache(batch, width + buffer)
   logits, cache = model.extend(cache, left_align(prompts, pad_id),
-                               positions=jnp.maximum(source, 0),
+                               positions=position(jnp.maximum(source, 0)),
                                segment_ids=valid.astype(jnp.int32), last_only=True, **extras)
   ones = jnp.ones((batch, 1), jnp.int32)
 
@@ -177,7 +190,7 @@ def _generate(graphdef, state, prompts, lengths, features, rng, temperature, top
     done = done | (token == eos_id)
     current = next_features(previous, token) if next_features is not None else {}
     logits, cache = nnx.merge(graphdef, state).extend(
-        cache, token[:, None], positions=(lengths + i)[:, None], segment_ids=ones,
+        cache, token[:, None], positions=position((lengths + i)[:, None]), segment_ids=ones,
         **{k: v[:, None] for k, v in current.items()})
     return i + 1, out, logits[:, 0], cache, done, current, rng
 

@@ -46,11 +46,13 @@ def write_evaluation(path: str | os.PathLike, step: int, results: dict, meta: di
 
 
 def evaluation_name(step: int, greedy: bool, per_length: int,
-                    tasks: Sequence[str] | None = None) -> str:
+                    tasks: Sequence[str] | None = None, positions: str = "consecutive") -> str:
   """File name of a re-evaluation: the checkpoint step and every setting that changes results,
-  so that evaluations with other settings sit side by side instead of replacing each other."""
+  so that evaluations with other settings sit side by side instead of replacing each other
+  (position ids other than the default consecutive ones add `_{rule}-positions`)."""
   name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
-  return name + (f"_{'-'.join(tasks)}" if tasks else "") + ".json"
+  name += f"_{'-'.join(tasks)}" if tasks else ""
+  return name + ("" if positions == "consecutive" else f"_{positions}-positions") + ".json"
 
 
 def relearn(results: dict, rule: str) -> dict:

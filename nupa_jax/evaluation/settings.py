@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from nupa_jax import metrics
 from nupa_jax import settings
 from nupa_jax import tasks as tasks_lib
+from nupa_jax.evaluation import positions as positions_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,9 @@ class Eval:
   # "total" are how the paper's LLM tables were scored).
   learned_digits_rule: str = metrics.DEFAULT_LEARNED_DIGITS_RULE
   dlength_rule: str = metrics.DEFAULT_DLENGTH_RULE
+  # Position ids of the evaluated tokens (`evaluation.positions.RULES`): "consecutive", the
+  # paper's; "training", drawn as a PE with random_positions draws them in training.
+  positions: str = "consecutive"
 
   def __post_init__(self):
     if int(self.every) < 0:
@@ -43,6 +47,7 @@ class Eval:
     metrics.check_rule(self.learned_digits_rule, metrics.LEARNED_DIGITS_RULES,
                        "config.eval.learned_digits_rule")
     metrics.check_rule(self.dlength_rule, metrics.DLENGTH_RULES, "config.eval.dlength_rule")
+    positions_lib.check(self.positions)
     for name in ("digits", "beyond_digits", "tasks"):  # lists from config.json: tuples
       object.__setattr__(self, name, tuple(getattr(self, name)))
     object.__setattr__(self, "task_digits", _task_ranges(self.task_digits))

@@ -212,3 +212,43 @@ def test_the_configured_learned_digits_rule_summarizes(monkeypatch, encoder, rul
   assert summary["per_digit"][5]["exact_match"] == 0.0
   assert summary["learned_digits_rule"] == rule
   assert summary["well_learned_digits"]["exact_match"] == well_learned
+
+
+def _evaluator(random_positions):
+  config = eval_config()
+  config.model.posenc = {"name": "rope", "random_positions": random_positions}
+  config.eval.positions = "training"
+  return evaluator_lib.Evaluator(config, Encoder(), sharding.make_mesh(config.mesh.shape))
+
+
+def test_the_evaluator_decodes_each_batch_at_ids_drawn_as_in_training(monkeypatch):
+  evaluator = _evaluator(64)
+  assert len(evaluator.position_ids) == len(evaluator.batches) > 1
+  for batch, ids in zip(evaluator.batches, evaluator.position_ids):
+    assert ids.shape == (batch.prompts.shape[0], batch.prompts.shape[1] + batch.buffer)
+    for row, length in zip(ids, batch.lengths):
+      used = row[:length + batch.max_new_tokens]
+      assert (np.diff(used) > 0).all() and used.max() < 64
+  np.testing.assert_array_equal(evaluator.position_ids[0], _evaluator(64).position_ids[0])
+  assert (evaluator.position_ids[0] != evaluator.position_ids[1][:, :evaluator.position_ids[0]
+                                                                  .shape[1]]).any()
+  received = []
+  answer = oracle(evaluator.encoder, evaluator.questions, lambda a: a)
+
+  def generate(*args, position_ids, **kwargs):
+    received.append(np.asarray(position_ids))
+    return answer(*args, **kwargs)
+
+  monkeypatch.setattr(evaluator_lib.generate_lib, "generate", generate)
+  monkeypatch.setattr(evaluator_lib.generate_lib, "precompile", lambda *args, **kwargs: None)
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  results = evaluator.evaluate(graphdef, state)
+  assert results["add_int"]["S"]["exact_match"] == 1.0
+  assert len(received) == len(evaluator.batches)
+  for got, ids in zip(received, evaluator.position_ids):
+    np.testing.assert_array_equal(got, ids)
+
+
+def test_ids_as_in_training_need_a_pe_trained_on_random_positions():
+  with pytest.raises(ValueError, match="posenc 'rope' trains on consecutive ids"):
+    _evaluator(None)

@@ -42,8 +42,9 @@ def _digit_index(row):
 
 
 def _reference(model, prompts, lengths, eos_id, with_digits=False,
-               significance_is_position=False):
-  """Greedy decoding by re-running the full sequence (no cache) for every new token."""
+               significance_is_position=False, position_ids=None):
+  """Greedy decoding by re-running the full sequence (no cache) for every new token; token j
+  of row i at position position_ids[i, j] when given, else j."""
   graphdef, state = nnx.split(model)
   width = prompts.shape[1] + NEW
   seqs = [list(p[:n]) for p, n in zip(prompts, lengths)]
@@ -55,6 +56,8 @@ def _reference(model, prompts, lengths, eos_id, with_digits=False,
     for i, s in enumerate(seqs):
       tokens[i, :len(s)], segments[i, :len(s)] = s, 1
     features = {"segment_ids": segments}
+    if position_ids is not None:
+      features["positions"] = np.asarray(position_ids)[:, :width]
     if with_digits:
       features["digit_index"] = np.array([_digit_index(r) for r in tokens], np.int32)
     if significance_is_position:
@@ -78,6 +81,33 @@ def test_cached_greedy_decoding_equals_argmax_of_full_forward_passes(pe):
   assert (expected[0, 3:] == PAD).all()
   got = gen.generate(model, prompts, LENGTHS, max_new_tokens=NEW, eos_id=eos, pad_id=PAD)
   np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("pe", ["rope", "absolute"])
+def test_decoding_at_given_position_ids_equals_full_forward_passes_at_them(pe):
+  """Spread-out ids (as a PE trained on random positions sees them) reach the prompt and every
+  generated token: the cache's decoding equals re-running the sequence at those ids."""
+  model, prompts = _model(pe), _prompts()
+  buffer = gen.power_of_two(NEW)
+  width = prompts.shape[1] + buffer
+  rng = np.random.default_rng(5)
+  ids = np.stack([np.sort(rng.choice(64, width, replace=False)) for _ in LENGTHS]).astype(np.int32)
+  assert (np.diff(ids, axis=1) > 1).any()  # not consecutive: the test would not see them ignored
+  expected = _reference(model, prompts, LENGTHS, eos_id=-1, position_ids=ids)
+  got = gen.generate(model, prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1, pad_id=PAD,
+                     position_ids=ids)
+  np.testing.assert_array_equal(got, expected)
+  default = gen.generate(model, prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1, pad_id=PAD)
+  if pe == "absolute":  # its table reads the ids directly (a random tiny RoPE model hardly does)
+    assert (np.asarray(got) != np.asarray(default)).sum() >= NEW
+  consecutive = np.tile(np.arange(width, dtype=np.int32), (len(LENGTHS), 1))
+  np.testing.assert_array_equal(  # ids 0, 1, 2, ... given are the default
+      gen.generate(model, prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1, pad_id=PAD,
+                   position_ids=consecutive), default)
+  with pytest.raises(ValueError, match=r"position_ids must have one id per prompt and output "
+                     r"slot, shape \(3, 15\), got \(3, 7\)"):
+    gen.generate(model, prompts, LENGTHS, max_new_tokens=NEW, eos_id=-1, pad_id=PAD,
+                 position_ids=ids[:, :7])
 
 
 def test_abacus_decoding_continues_digit_indices_with_digit_runs():

@@ -18,6 +18,7 @@ import pytest
 
 from nupa_jax import cli
 from nupa_jax import data
+from nupa_jax import saved_run
 from nupa_jax.data import source
 from nupa_jax.data import workers
 from nupa_jax.training import optimizer
@@ -164,6 +165,9 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
   assert set(add["S"]) == {"exact_match", "digit_match", "dlength", "n"}
   assert "well_learned_digits" in add and "performance_preserving_digits" in add
   assert "add_int" in result.stdout and "S EM/DM/dlen" in result.stdout
+  # Ids drawn as in training need a PE trained on random positions; this run's RoPE is not.
+  with pytest.raises(ValueError, match="posenc 'rope' trains on consecutive ids"):
+    saved_run.evaluate_checkpoint(killed, "latest", ["add_int"], 3, positions="training")
 
 
 @pytest.mark.parametrize("overrides, message", [
