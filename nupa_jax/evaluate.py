@@ -3,7 +3,8 @@
 [--out FILE]`
 
 Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
-(the trainer's JSON layout) to `--out` or to `DIR/eval/evaluations/step_{N}_{decoding}_{P}q.json`
+(the trainer's JSON layout) to `--out` or to
+`DIR/eval/evaluations/step_{N}_{decoding}_{P}q[_tasks][_training-positions].json`
 -- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
 an evaluation with other settings -- and prints the S/M/L/XL table.
 """

@@ -59,12 +59,13 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
   mode = runmode.resolve(config)
   encoder = mode.text.encoder(config)
   spec = mode.model.state_spec(config, encoder.vocab_size, mesh, seed=config.seed)
+  # The evaluator first: its settings' errors come before the checkpoint's restore.
+  evaluator = evaluator_lib.Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
+                                      per_length=per_length)
   ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
   ckpt.close()
-  evaluator = evaluator_lib.Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
-                                      per_length=per_length)
   results = evaluator.evaluate(spec.graphdef, params,
                                report=print if jax.process_index() == 0 else None)
   greedy, positions = evaluator.settings.greedy, evaluator.settings.positions

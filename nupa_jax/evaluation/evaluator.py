@@ -10,8 +10,8 @@ evaluated sample (`posenc.check_limits`: an Abacus / coupling table or absolute 
 short, randomized positions that never reach that far) where the run's model source says its
 limits apply (`runmode`), and a PE that reads text features needs a rule that continues them
 through generated tokens (`feature_rules`). Position ids other than 0, 1, 2, ...
-(`config.eval.positions`, `positions.RULES`) are drawn once per batch from a seed fixed by
-`config.eval.sample_seed` and the batch's index, so that an evaluation repeats exactly.
+(`config.eval.positions`, `positions.RULES`) are drawn once, each question's from a seed of
+its own (`config.eval.sample_seed` and the question's id), so they do not depend on batching.
 
 Batches are `config.eval.batch_size` prompts, capped by the most questions of one task (a
 batch holds one task's questions; rows beyond them repeat prompts, wasted work that RF-CoT's
@@ -78,6 +78,12 @@ def _local_rows(array: jax.Array) -> dict[int, np.ndarray]:
   return rows
 
 
+def _abstract_pe(config, vocab_size: int):
+  """The run's positional encoding, shapes only (nothing allocated)."""
+  model_config = models.resolve(config.model, vocab_size)
+  return nnx.eval_shape(lambda: posenc.build(model_config, rngs=nnx.Rngs(0)))
+
+
 def check_position_limits(config, vocab_size: int, extents: Mapping[str, int],
                           longest: int) -> None:
   """ValueError when the run's PE cannot represent the position inputs `extents` of the
@@ -85,21 +91,20 @@ def check_position_limits(config, vocab_size: int, extents: Mapping[str, int],
   A model source without position limits (a pretrained checkpoint's) skips the check."""
   if not runmode.resolve(config).model.position_limits:
     return
-  model_config = models.resolve(config.model, vocab_size)
-  pe = nnx.eval_shape(lambda: posenc.build(model_config, rngs=nnx.Rngs(0)))
-  posenc.check_limits(pe, extents, f"evaluation (questions up to {longest} digits)")
+  posenc.check_limits(_abstract_pe(config, vocab_size), extents,
+                      f"evaluation (questions up to {longest} digits)")
 
 
 def training_position_range(config, vocab_size: int) -> int:
   """The run's PE's `random_positions` (M: training ids are drawn from [0, M)); ValueError
   for a PE trained on consecutive ids, which a rule drawing ids as in training cannot serve."""
-  model_config = models.resolve(config.model, vocab_size)
-  pe = nnx.eval_shape(lambda: posenc.build(model_config, rngs=nnx.Rngs(0)))
+  pe = _abstract_pe(config, vocab_size)
   size = getattr(pe, "random_positions", None)
   if not size:
     raise ValueError(f"config.eval.positions={config.eval.positions!r} draws position ids as "
                      f"training does, but the run's posenc {pe.name!r} trains on consecutive "
-                     "ids (no random_positions): use positions='consecutive'")
+                     "ids (no random_positions): evaluate at consecutive ids "
+                     "(config.eval.positions / evaluate --positions=consecutive)")
   return int(size)
 
 
@@ -143,14 +148,16 @@ class Evaluator:
     self.position_ids = self._position_ids(encoder.vocab_size)  # per batch; None: 0, 1, 2, ...
 
   def _position_ids(self, vocab_size: int) -> list[np.ndarray | None]:
-    """Each batch's position ids by `config.eval.positions` (None where the rule keeps 0, 1,
-    2, ...), int32[rows, width + buffer]."""
-    name = self.settings.positions
-    rule = positions_lib.RULES[name]
-    size = (training_position_range(self.config, vocab_size)
-            if name in positions_lib.NEEDS_RANDOM_POSITIONS and self.batches else 0)
-    return [rule(b.lengths, b.max_new_tokens, b.prompts.shape[1] + b.buffer, size,
-                 (self.settings.sample_seed, index)) for index, b in enumerate(self.batches)]
+    """Each batch's position ids by `config.eval.positions`, int32[rows, width + buffer]
+    (None: the decoder's 0, 1, 2, ...). Spare rows repeat their question's ids."""
+    rule = positions_lib.RULES[self.settings.positions]
+    if rule is None:
+      return [None] * len(self.batches)
+    size = training_position_range(self.config, vocab_size)
+    seed = self.settings.sample_seed
+    return [rule(b.sample_lengths, b.prompts.shape[1] + b.buffer, size,
+                 [positions_lib.question_seed(seed, b.questions[i % len(b.questions)].id)
+                  for i in range(len(b.lengths))]) for b in self.batches]
 
   def _scores(self, batch: questions_lib.Batch, rows: dict[int, np.ndarray]
               ) -> list[tuple[int, dict]]:

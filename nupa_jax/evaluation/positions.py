@@ -2,50 +2,49 @@
 
 "consecutive" (the default) gives 0, 1, 2, ...: the paper's evaluation, and the official
 code's, which turns randomized positions off when it evaluates. "training" is a diagnostic for
-a PE trained on randomized positions (`random_positions=M`: each training sample's ids a
-uniformly random sorted subset of [0, M)): each row's ids are drawn the same way, for a sample
-as long as the row's prompt plus the batch's generation budget. Scoring one checkpoint both
-ways tells a model that has not learned the task from one that has learned it only on the
-spread-out ids it was trained on.
+a PE trained on randomized positions (`random_positions=M`): each question's ids are drawn as
+training draws a sample's, a uniformly random sorted n-subset of [0, M) where n is the length
+of the question's whole sample (prompt and true answer: `data.packing` feeds a sample's tokens
+but the last, EOS, which is only a target). As in training, the ids' spread thus follows the
+sample's length, the true answer's included: the rule measures whether the model does the task
+on the ids it was trained on, not a score a model could get from its prompt alone. Scoring one
+checkpoint both ways tells a model that has not learned the task from one that has learned it
+only on spread-out ids. Tokens a model generates past the true answer's end continue from the
+last drawn id by ones, clipped at M - 1.
 
-A rule maps (prompt lengths, generation budget, ids per row, the PE's M, a seed) to
-int32[rows, ids per row], or None for generate's own 0, 1, 2, .... Draws are made on the host
-with numpy, independently of the training sampler (`models.posenc.sampling`), from a seed
-fixed per batch, so that an evaluation repeats exactly.
+A rule maps (each row's sample length, ids per row, the PE's M, each row's seed) to
+int32[rows, ids per row]; "consecutive" has none (None: generate's own 0, 1, 2, ...). Draws are
+made on the host with numpy, independently of the training sampler (`models.posenc.sampling`),
+from a seed per question, so that a question gets the same ids however the evaluation is
+batched and sharded.
 """
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-Rule = Callable[[np.ndarray, int, int, int, Sequence[int]], np.ndarray | None]
+Rule = Callable[[Sequence[int], int, int, Sequence[tuple[int, ...]]], np.ndarray]
 
 
-def consecutive(lengths, max_new_tokens, width, max_position, seed) -> None:
-  """0, 1, 2, ...: generate's default."""
-  del lengths, max_new_tokens, width, max_position, seed
-  return None
-
-
-def as_in_training(lengths: np.ndarray, max_new_tokens: int, width: int, max_position: int,
-                   seed: Sequence[int]) -> np.ndarray:
-  """int32[rows, width]: row i's first n_i = lengths[i] + max_new_tokens ids (at most M) are a
-  uniformly random sorted n_i-subset of [0, M); ids past them (never read) are M - 1."""
-  rng = np.random.default_rng(list(seed))
-  out = np.full((len(lengths), width), max_position - 1, np.int32)
-  for row, length in enumerate(np.asarray(lengths)):
-    size = min(int(length) + max_new_tokens, max_position, width)
-    out[row, :size] = np.sort(rng.choice(max_position, size, replace=False))
+def as_in_training(sample_lengths: Sequence[int], width: int, max_position: int,
+                   seeds: Sequence[tuple[int, ...]]) -> np.ndarray:
+  """int32[rows, width]: row i's first n_i = sample_lengths[i] ids are a uniformly random sorted
+  n_i-subset of [0, M) drawn from seeds[i]; the ids after them go on by ones, up to M - 1."""
+  out = np.empty((len(sample_lengths), width), np.int32)
+  for row, (length, seed) in enumerate(zip(sample_lengths, seeds)):
+    size = min(int(length), max_position, width)
+    drawn = np.sort(np.random.default_rng(list(seed)).choice(max_position, size, replace=False))
+    after = drawn[-1] + np.arange(1, width - size + 1)
+    out[row] = np.minimum(np.concatenate([drawn, after]), max_position - 1)
   return out
 
 
-RULES: dict[str, Rule] = {"consecutive": consecutive, "training": as_in_training}
-# Rules that need the PE's training range M (`random_positions`).
-NEEDS_RANDOM_POSITIONS = frozenset({"training"})
+# None: the decoder's own ids 0, 1, 2, ...; every other rule draws below the PE's M.
+RULES: dict[str, Rule | None] = {"consecutive": None, "training": as_in_training}
 
 
-def check(name: str) -> None:
-  """ValueError naming the choices when `name` is not a rule."""
-  if name not in RULES:
-    raise ValueError(f"config.eval.positions={name!r}: expected one of {sorted(RULES)}")
+def question_seed(sample_seed: int, question_id: str) -> tuple[int, int]:
+  """The seed of a question's ids: the evaluation's sample seed and the question's id."""
+  return sample_seed % 2**32, zlib.crc32(question_id.encode())

@@ -44,6 +44,7 @@ class Batch:
   questions: tuple[testset.Question, ...]
   prompts: np.ndarray  # int32[rows, width], right-padded; rows beyond the questions repeat
   lengths: np.ndarray  # int32[rows]
+  sample_lengths: np.ndarray  # int32[rows]: tokens of each row's whole sample fed to the model
   max_new_tokens: int
   buffer: int  # generate's output buffer (>= max_new_tokens): with the width, a program size
   features: dict[str, np.ndarray]  # digit_index / significance of the prompts, if the PE reads them
@@ -146,17 +147,19 @@ def make_batches(encoder: SampleEncoder, questions: dict[str, list[testset.Quest
       width, buffer = program_sizes(max(map(len, prompts)), budget)
       padded = np.full((rows, width), encoder.pad_id, np.int32)
       lengths = np.zeros(rows, np.int32)
+      sample_lengths = np.zeros(rows, np.int32)
       features = {name: np.zeros((rows, width), np.int32) for name in feature_names}
       for i in range(rows):
         prompt = prompts[i % len(prompts)]
         padded[i, :len(prompt)] = prompt
         lengths[i] = len(prompt)
+        sample_lengths[i] = len(prompt) + answer_lengths[i % len(prompts)] - 1
         if feature_names:
           positions = encoder.positions(task, prompt)
           for name in feature_names:
             features[name][i, :len(prompt)] = positions[name]
-      out.append(Batch(task, tuple(chunk), padded, lengths, budget, buffer, features,
-                       max_extents(extents)))
+      out.append(Batch(task, tuple(chunk), padded, lengths, sample_lengths, budget, buffer,
+                       features, max_extents(extents)))
   return out
 
 

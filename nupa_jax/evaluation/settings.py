@@ -47,7 +47,7 @@ class Eval:
     metrics.check_rule(self.learned_digits_rule, metrics.LEARNED_DIGITS_RULES,
                        "config.eval.learned_digits_rule")
     metrics.check_rule(self.dlength_rule, metrics.DLENGTH_RULES, "config.eval.dlength_rule")
-    positions_lib.check(self.positions)
+    metrics.check_rule(self.positions, positions_lib.RULES, "config.eval.positions")
     for name in ("digits", "beyond_digits", "tasks"):  # lists from config.json: tuples
       object.__setattr__(self, name, tuple(getattr(self, name)))
     object.__setattr__(self, "task_digits", _task_ranges(self.task_digits))

@@ -40,6 +40,7 @@ import sys
 
 from nupa_jax import cli
 from nupa_jax import paths
+from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.report import loading
 
@@ -68,10 +69,14 @@ def run_folders(patterns: list[str], where: str) -> list[str]:
 
 
 def results_file(run: str, evaluation: str | None) -> paths.Path:
-  """`eval/latest.json` of `run`, or the first file inside it matching `evaluation`."""
+  """`eval/latest.json` of `run`, or the first file inside it matching `evaluation`; files
+  scored at other than consecutive position ids (a diagnostic, not the paper's protocol) only
+  when the pattern names them."""
   if evaluation is None:
     return paths.path(run) / "eval" / "latest.json"
   matches = sorted(paths.path(run).glob(evaluation))
+  if results_lib.POSITIONS_SUFFIX not in evaluation:
+    matches = [m for m in matches if results_lib.POSITIONS_SUFFIX not in m.name]
   if not matches:
     raise SpecError(f"{run} has no results file matching {evaluation!r}")
   return matches[0]

@@ -374,7 +374,7 @@ def _evaluate(run: _Run, state, val_loss: float, step: int, samples_seen: int,
     if results:
       meta = {"samples_seen": samples_seen, "val_loss": val_loss,
               "per_length": run.evaluator.per_length, "greedy": run.eval.greedy,
-              **results_lib.skipped_meta(run.evaluator.skipped)}
+              "positions": run.eval.positions, **results_lib.skipped_meta(run.evaluator.skipped)}
       path = results_lib.write_results(run.workdir, step, results, meta)
       message += (f" ({time.perf_counter() - start:.1f} s); exact match / digit match / "
                   f"dlength by bucket, from {path}:\n{results_lib.format_table(results)}")

@@ -2,16 +2,19 @@
 decoder standing in for the model), the JSON layout and the printed table."""
 import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
 
 from configs import common
+from nupa_jax import models
 from nupa_jax import sharding
 from nupa_jax import tasks
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
+from nupa_jax.evaluation import generate as generate_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as settings_lib
@@ -214,24 +217,40 @@ def test_the_configured_learned_digits_rule_summarizes(monkeypatch, encoder, rul
   assert summary["well_learned_digits"]["exact_match"] == well_learned
 
 
-def _evaluator(random_positions):
+def _evaluator(random_positions, pe="rope", batch_size=8):
   config = eval_config()
-  config.model.posenc = {"name": "rope", "random_positions": random_positions}
+  config.model.posenc = {"name": pe, "random_positions": random_positions}
   config.eval.positions = "training"
+  config.eval.batch_size = batch_size
   return evaluator_lib.Evaluator(config, Encoder(), sharding.make_mesh(config.mesh.shape))
 
 
-def test_the_evaluator_decodes_each_batch_at_ids_drawn_as_in_training(monkeypatch):
+def _ids_by_question(evaluator):
+  """{question id: the ids of its sample's tokens} over the evaluator's batches."""
+  out = {}
+  for batch, ids in zip(evaluator.batches, evaluator.position_ids):
+    for row, question in enumerate(batch.questions):
+      out[question.id] = ids[row, :batch.sample_lengths[row]]
+  return out
+
+
+def test_the_evaluator_draws_each_question_ids_as_in_training(monkeypatch, encoder):
   evaluator = _evaluator(64)
   assert len(evaluator.position_ids) == len(evaluator.batches) > 1
   for batch, ids in zip(evaluator.batches, evaluator.position_ids):
     assert ids.shape == (batch.prompts.shape[0], batch.prompts.shape[1] + batch.buffer)
-    for row, length in zip(ids, batch.lengths):
-      used = row[:length + batch.max_new_tokens]
+    for row, question in enumerate(batch.questions):
+      full, _ = encoder.encode(batch.task, question.a, question.b, question.answer)
+      assert batch.sample_lengths[row] == len(full) - 1  # what training feeds of the sample
+      used = ids[row, :len(full) - 1]
       assert (np.diff(used) > 0).all() and used.max() < 64
-  np.testing.assert_array_equal(evaluator.position_ids[0], _evaluator(64).position_ids[0])
-  assert (evaluator.position_ids[0] != evaluator.position_ids[1][:, :evaluator.position_ids[0]
-                                                                  .shape[1]]).any()
+  by_question = _ids_by_question(evaluator)
+  assert len(by_question) == sum(len(b.questions) for b in evaluator.batches)
+  # Batched otherwise, each question keeps its ids.
+  other = _ids_by_question(_evaluator(64, batch_size=4))
+  assert sorted(other) == sorted(by_question)
+  for question, ids in by_question.items():
+    np.testing.assert_array_equal(other[question], ids)
   received = []
   answer = oracle(evaluator.encoder, evaluator.questions, lambda a: a)
 
@@ -249,6 +268,25 @@ def test_the_evaluator_decodes_each_batch_at_ids_drawn_as_in_training(monkeypatc
     np.testing.assert_array_equal(got, ids)
 
 
+def test_the_evaluator_decodes_a_batch_at_its_ids():
+  """The real decoder through the evaluator: a model whose absolute table reads the ids gives
+  what generate gives at the batch's ids, and not what it gives at 0, 1, 2, ...."""
+  evaluator = _evaluator(64, pe="absolute")
+  model = models.build({"preset": "tiny", "posenc": {"name": "absolute", "random_positions": 64}},
+                       evaluator.encoder.vocab_size, rngs=nnx.Rngs(0))
+  batch, ids = evaluator.batches[-1], evaluator.position_ids[-1]
+  got = np.asarray(evaluator._generate(nnx.split(model), len(evaluator.batches) - 1,
+                                       jax.random.key(0)))
+  options = dict(max_new_tokens=batch.max_new_tokens, buffer=batch.buffer, trim=False,
+                 eos_id=evaluator.encoder.eos_id, pad_id=evaluator.encoder.pad_id)
+  expected = generate_lib.generate(model, batch.prompts, batch.lengths, position_ids=ids,
+                                   **options)
+  np.testing.assert_array_equal(got, expected)
+  at_consecutive = generate_lib.generate(model, batch.prompts, batch.lengths, **options)
+  assert (got != np.asarray(at_consecutive)).any()
+
+
 def test_ids_as_in_training_need_a_pe_trained_on_random_positions():
-  with pytest.raises(ValueError, match="posenc 'rope' trains on consecutive ids"):
+  with pytest.raises(ValueError, match=r"posenc 'rope' trains on consecutive ids .* "
+                     r"evaluate --positions=consecutive"):
     _evaluator(None)

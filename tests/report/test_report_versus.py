@@ -42,6 +42,17 @@ def test_rows_average_the_named_runs(tmp_path):
   greedy = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
                       evaluation="eval/evaluations/*_greedy_*.json")
   assert greedy["ours_mean"] == "0.375000" and greedy["samples_per_run"] == "128"
+  # A diagnostic scored at ids drawn as in training sorts first but is taken only when named.
+  for seed in range(3):
+    (tmp_path / f"pe-rope_seed-{seed}" / "eval" / "evaluations" /
+     "step_1_greedy_3_training-positions.json").write_text(json.dumps(
+         {"add_int": {"per_digit": {"8": {"digit_match": 0.0}}}, "_meta": {"samples_seen": 9}}))
+  again = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
+                     evaluation="eval/evaluations/*_greedy_*.json")
+  assert again["ours_mean"] == "0.375000"
+  named = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
+                     evaluation="eval/evaluations/*_training-positions.json")
+  assert named["ours_mean"] == "0.000000" and named["samples_per_run"] == "9"
 
   out = tmp_path / "out.csv"
   versus.write([row], out)
