@@ -97,14 +97,21 @@ def check_position_limits(config, vocab_size: int, extents: Mapping[str, int],
 
 def training_position_range(config, vocab_size: int) -> int:
   """The run's PE's `random_positions` (M: training ids are drawn from [0, M)); ValueError
-  for a PE trained on consecutive ids, which a rule drawing ids as in training cannot serve."""
+  where ids cannot be drawn as training drew them: a model not trained here, a PE trained on
+  consecutive ids, or rows padded to their longest sample (`loss_on_padding`, where a short
+  sample's ids are the first of a longer sample's draw)."""
+  what = f"config.eval.positions={config.eval.positions!r} draws position ids as training does"
+  fix = "evaluate at consecutive ids (config.eval.positions / evaluate --positions=consecutive)"
+  if not runmode.resolve(config).model.position_limits:
+    raise ValueError(f"{what}, but this model was not trained here: {fix}")
+  if config.data.get("loss_on_padding"):
+    raise ValueError(f"{what} for packed samples, but this run padded its rows to their "
+                     f"longest sample (config.data.loss_on_padding): {fix}")
   pe = _abstract_pe(config, vocab_size)
   size = getattr(pe, "random_positions", None)
   if not size:
-    raise ValueError(f"config.eval.positions={config.eval.positions!r} draws position ids as "
-                     f"training does, but the run's posenc {pe.name!r} trains on consecutive "
-                     "ids (no random_positions): evaluate at consecutive ids "
-                     "(config.eval.positions / evaluate --positions=consecutive)")
+    raise ValueError(f"{what}, but the run's posenc {pe.name!r} trains on consecutive ids "
+                     f"(no random_positions): {fix}")
   return int(size)
 
 

@@ -45,9 +45,6 @@ def write_evaluation(path: str | os.PathLike, step: int, results: dict, meta: di
                                            indent=1))
 
 
-POSITIONS_SUFFIX = "-positions"  # in the name of an evaluation at other than consecutive ids
-
-
 def evaluation_name(step: int, greedy: bool, per_length: int,
                     tasks: Sequence[str] | None = None, positions: str = "consecutive") -> str:
   """File name of a re-evaluation: the checkpoint step and every setting that changes results,
@@ -55,7 +52,7 @@ def evaluation_name(step: int, greedy: bool, per_length: int,
   (position ids other than the default consecutive ones add `_{rule}-positions`)."""
   name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
   name += f"_{'-'.join(tasks)}" if tasks else ""
-  name += "" if positions == "consecutive" else f"_{positions}{POSITIONS_SUFFIX}"
+  name += "" if positions == "consecutive" else f"_{positions}-positions"
   return name + ".json"
 
 

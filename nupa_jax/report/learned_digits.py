@@ -98,7 +98,7 @@ def rows(paper: dict, run_patterns: list[str], table: str = MAIN_TABLE,
                     f"{', '.join(spec['models'])}")
   runs = versus.run_folders(run_patterns, table)
   files = [versus.results_file(r, evaluation) for r in runs]
-  results = [loading.read_json(f) for f in files]
+  results = versus.read_results(files)
   samples = [versus.samples_seen(r, f) for r, f in zip(results, files)]
   required = _required_rules(paper, spec["scored_metric"])
   flagged = flagged_tasks(paper, table)

@@ -40,7 +40,6 @@ import sys
 
 from nupa_jax import cli
 from nupa_jax import paths
-from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.report import loading
 
@@ -69,17 +68,28 @@ def run_folders(patterns: list[str], where: str) -> list[str]:
 
 
 def results_file(run: str, evaluation: str | None) -> paths.Path:
-  """`eval/latest.json` of `run`, or the first file inside it matching `evaluation`; files
-  scored at other than consecutive position ids (a diagnostic, not the paper's protocol) only
-  when the pattern names them."""
+  """`eval/latest.json` of `run`, or the first file inside it matching `evaluation`."""
   if evaluation is None:
     return paths.path(run) / "eval" / "latest.json"
   matches = sorted(paths.path(run).glob(evaluation))
-  if results_lib.POSITIONS_SUFFIX not in evaluation:
-    matches = [m for m in matches if results_lib.POSITIONS_SUFFIX not in m.name]
   if not matches:
     raise SpecError(f"{run} has no results file matching {evaluation!r}")
   return matches[0]
+
+
+def read_results(files: list[paths.Path]) -> list[dict]:
+  """The results files' contents; a SpecError for one scored at position ids other than 0, 1,
+  2, ... (`_meta.positions`: a diagnostic, not the protocol of the paper's tables)."""
+  out = []
+  for path in files:
+    results = loading.read_json(path)
+    positions = results.get("_meta", {}).get("positions", "consecutive")
+    if positions != "consecutive":
+      raise SpecError(f"{path} was scored at {positions!r} position ids (_meta.positions), "
+                      "the paper's tables at consecutive ones: name a results file scored "
+                      "at consecutive ids")
+    out.append(results)
+  return out
 
 
 def samples_seen(results: dict, path: paths.Path) -> int:
@@ -150,7 +160,7 @@ def row(spec: dict, evaluation: str | None = None) -> dict:
     raise SpecError(f"{where}: unknown metric {spec['metric']!r}; known: {', '.join(METRICS)}")
   runs = run_folders(list(spec["runs"]), where)
   files = [results_file(r, evaluation) for r in runs]
-  results = [loading.read_json(f) for f in files]
+  results = read_results(files)
   values = [_value(r, res, f, spec["task"], int(spec["digits"]), spec["metric"])
             for r, res, f in zip(runs, results, files)]
   samples = [samples_seen(res, f) for res, f in zip(results, files)]

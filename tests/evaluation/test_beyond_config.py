@@ -81,6 +81,7 @@ def test_tiny_coupled_run_scores_lengths_past_the_benchmark(tmp_path):
   config = beyond.get_config("pe=coupled,size=tiny,test=25,stride=4")
   trainer.train_and_evaluate(training_testing.override(config, MICRO), tmp_path)
   results = json.loads((tmp_path / "eval" / "latest.json").read_text())
+  assert results["_meta"]["positions"] == "consecutive"
   summary = results["add_int"]
   assert sorted(map(int, summary["per_digit"])) == [3, 21, 25]
   assert summary["beyond"]["n"] == 4 and summary["S"]["n"] == 2

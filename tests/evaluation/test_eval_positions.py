@@ -1,14 +1,20 @@
-"""Evaluation position ids: the rule that draws them as randomized-position training does, and
-the setting that picks it (the evaluator's use of them: test_evaluator.py)."""
+"""Evaluation position ids: the rule that draws them as randomized-position training does, the
+setting that picks it, and a saved run scored both ways (the evaluator's use of them:
+test_evaluator.py)."""
 import collections
 import itertools
+import json
 
 import numpy as np
 import pytest
 
+from configs import paper
+from nupa_jax import saved_run
 from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as settings_lib
+from nupa_jax.training import trainer
+from tests.training import training_testing
 
 
 def test_ids_as_in_training_are_a_sorted_subset_for_the_sample_then_go_on_by_ones():
@@ -52,3 +58,27 @@ def test_the_setting_names_its_choices_and_the_file_name_keeps_them_apart():
   assert results_lib.evaluation_name(7, True, 100) == "step_7_greedy_100q.json"
   assert results_lib.evaluation_name(7, True, 100, ["add_int"], "training") == (
       "step_7_greedy_100q_add_int_training-positions.json")
+
+
+def test_a_saved_random_position_run_is_scored_both_ways_in_files_of_their_own(tmp_path):
+  """A two-step run of the rev_vs_pad recipe with random position ids, trained in this process;
+  its checkpoint re-evaluated at ids drawn as in training and at consecutive ids."""
+  config = training_testing.override(
+      paper.get_config("table=rev_vs_pad,pad=true,random_positions=1024,size=tiny"),
+      {**training_testing.MICRO, "train.steps": 2, "train.warmup_steps": 1,
+       "eval.per_length": 2, "eval.digits": (3, 3), "checkpoint.every": 2})
+  trainer.train_and_evaluate(config, tmp_path)
+  latest = json.loads((tmp_path / "eval" / "latest.json").read_text())
+  assert latest["_meta"]["positions"] == "consecutive"
+  step, _, path = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")
+  assert path.name == f"step_{step}_sampled_2q_training-positions.json"
+  assert json.loads(path.read_text())["_meta"]["positions"] == "training"
+  _, _, default = saved_run.evaluate_checkpoint(tmp_path, "latest")
+  assert default.name == f"step_{step}_sampled_2q.json"
+  assert json.loads(default.read_text())["_meta"]["positions"] == "consecutive"
+  config_file = tmp_path / "config.json"  # a run that padded its rows cannot be scored so
+  saved = json.loads(config_file.read_text())
+  saved["data"]["loss_on_padding"] = True
+  config_file.write_text(json.dumps(saved))
+  with pytest.raises(ValueError, match="padded its rows to their longest sample"):
+    saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")

@@ -5,6 +5,7 @@ import pathlib
 
 import pytest
 
+from nupa_jax.evaluation import results as results_lib
 from nupa_jax.report import versus
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -42,17 +43,22 @@ def test_rows_average_the_named_runs(tmp_path):
   greedy = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
                       evaluation="eval/evaluations/*_greedy_*.json")
   assert greedy["ours_mean"] == "0.375000" and greedy["samples_per_run"] == "128"
-  # A diagnostic scored at ids drawn as in training sorts first but is taken only when named.
+  # A diagnostic scored at ids drawn as in training is refused, where the pattern finds it and
+  # as a run's latest.json.
+  diagnostic = {"add_int": {"per_digit": {"8": {"digit_match": 0.0}}},
+                "_meta": {"samples_seen": 9, "positions": "training"}}
+  name = results_lib.evaluation_name(1, True, 3, None, "training")
   for seed in range(3):
-    (tmp_path / f"pe-rope_seed-{seed}" / "eval" / "evaluations" /
-     "step_1_greedy_3_training-positions.json").write_text(json.dumps(
-         {"add_int": {"per_digit": {"8": {"digit_match": 0.0}}}, "_meta": {"samples_seen": 9}}))
-  again = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
-                     evaluation="eval/evaluations/*_greedy_*.json")
-  assert again["ours_mean"] == "0.375000"
-  named = versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
-                     evaluation="eval/evaluations/*_training-positions.json")
-  assert named["ours_mean"] == "0.000000" and named["samples_per_run"] == "9"
+    (tmp_path / f"pe-rope_seed-{seed}" / "eval" / "evaluations" / name).write_text(
+        json.dumps(diagnostic))
+  assert versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
+                    evaluation="eval/evaluations/*_greedy_*.json")["ours_mean"] == "0.375000"
+  with pytest.raises(versus.SpecError, match=r"was scored at 'training' position ids"):
+    versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]},
+               evaluation="eval/evaluations/*training*")
+  (tmp_path / "pe-rope_seed-0" / "eval" / "latest.json").write_text(json.dumps(diagnostic))
+  with pytest.raises(versus.SpecError, match=r"latest.json was scored at 'training'"):
+    versus.row({**SPEC, "runs": [str(tmp_path / "pe-rope_seed-*")]})
 
   out = tmp_path / "out.csv"
   versus.write([row], out)
