@@ -41,8 +41,9 @@ def as_in_training(sample_lengths: Sequence[int], width: int, max_position: int,
   return out
 
 
+DEFAULT_RULE = "consecutive"  # the paper's protocol; results files without a rule used it
 # None: the decoder's own ids 0, 1, 2, ...; every other rule draws below the PE's M.
-RULES: dict[str, Rule | None] = {"consecutive": None, "training": as_in_training}
+RULES: dict[str, Rule | None] = {DEFAULT_RULE: None, "training": as_in_training}
 
 
 def question_seed(sample_seed: int, question_id: str) -> tuple[int, int]:

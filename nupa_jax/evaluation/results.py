@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from nupa_jax import metrics
 from nupa_jax import paths
 from nupa_jax import tasks as tasks_lib
+from nupa_jax.evaluation import positions as positions_lib
 
 EVAL_DIR = "eval"
 
@@ -46,13 +47,14 @@ def write_evaluation(path: str | os.PathLike, step: int, results: dict, meta: di
 
 
 def evaluation_name(step: int, greedy: bool, per_length: int,
-                    tasks: Sequence[str] | None = None, positions: str = "consecutive") -> str:
+                    tasks: Sequence[str] | None = None,
+                    positions: str = positions_lib.DEFAULT_RULE) -> str:
   """File name of a re-evaluation: the checkpoint step and every setting that changes results,
   so that evaluations with other settings sit side by side instead of replacing each other
   (position ids other than the default consecutive ones add `_{rule}-positions`)."""
   name = f"step_{step}_{'greedy' if greedy else 'sampled'}_{per_length}q"
   name += f"_{'-'.join(tasks)}" if tasks else ""
-  name += "" if positions == "consecutive" else f"_{positions}-positions"
+  name += "" if positions == positions_lib.DEFAULT_RULE else f"_{positions}-positions"
   return name + ".json"
 
 

@@ -39,7 +39,7 @@ class Eval:
   dlength_rule: str = metrics.DEFAULT_DLENGTH_RULE
   # Position ids of the evaluated tokens (`evaluation.positions.RULES`): "consecutive", the
   # paper's; "training", drawn as a PE with random_positions draws them in training.
-  positions: str = "consecutive"
+  positions: str = positions_lib.DEFAULT_RULE
 
   def __post_init__(self):
     if int(self.every) < 0:

@@ -40,6 +40,7 @@ import sys
 
 from nupa_jax import cli
 from nupa_jax import paths
+from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.report import loading
 
@@ -83,8 +84,8 @@ def read_results(files: list[paths.Path]) -> list[dict]:
   out = []
   for path in files:
     results = loading.read_json(path)
-    positions = results.get("_meta", {}).get("positions", "consecutive")
-    if positions != "consecutive":
+    positions = results.get("_meta", {}).get("positions", positions_lib.DEFAULT_RULE)
+    if positions != positions_lib.DEFAULT_RULE:
       raise SpecError(f"{path} was scored at {positions!r} position ids (_meta.positions), "
                       "the paper's tables at consecutive ones: name a results file scored "
                       "at consecutive ids")
