@@ -65,6 +65,27 @@ def test_options_added_later_are_named_only_when_needed():
       "pe=rope, max_offset=-", "pe=abacus, max_offset=100"]
 
 
+def test_runs_from_before_an_option_share_a_line_with_its_default(tmp_path):
+  """A seed run after `eval.positions` (and an off flag) were added, beside seeds made before:
+  at their defaults one setting; scored at training position ids, a line of its own."""
+  def run(name, seed, **eval_settings):
+    path = make_run(tmp_path / name, seed=seed)
+    config = json.loads((path / "config.json").read_text())
+    if eval_settings:
+      config["eval"] = eval_settings
+    write_json(path / "config.json", config)
+    return path
+  old = [run(f"old{s}", s) for s in (0, 1)]
+  new = run("new", 2, positions="consecutive", greedy=False)
+  groups = group_entries(load(old + [new], quiet))
+  assert [(g.label, g.replicas) for g in groups] == [
+      ("pe=rope, size=tiny, task=add_int, train_digits=1-8", "3 seeds")]
+  diagnostic = run("diag", 3, positions="training")
+  groups = group_entries(load(old + [new, diagnostic], quiet))
+  assert [(g.label, len(g.entries)) for g in groups] == [
+      ("eval.positions=-", 3), ("eval.positions=training", 1)]
+
+
 def test_format_and_position_ablations_name_their_lines():
   """The reverse x pad table beside RoPE with random position ids: four ablation variables
   differ, more than MAX_KEYS, and all four are needed to tell the lines apart."""
