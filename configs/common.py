@@ -227,8 +227,9 @@ def base(size: str = "100m", seed: int = 0) -> ml_collections.ConfigDict:
   c.eval.validation_batches = 8  # batches of the validation stream for validation loss
   c.eval.learned_digits_rule = "prefix"  # "official": the paper's tables' (metrics.learned_digits)
   c.eval.dlength_rule = "parts"  # "total": the official text scorer's (metrics.DLENGTH_RULES)
-  c.eval.positions = "consecutive"  # "training": ids drawn as random_positions trains
-                                   # (evaluation.positions; a diagnostic, not the paper's)
+  c.eval.positions = "consecutive"  # "training" / "training_longest": ids drawn as
+                                   # random_positions trains (evaluation.positions; diagnostics,
+                                   # not the paper's)
 
   c.checkpoint = ml_collections.ConfigDict()
   c.checkpoint.every = t["ckpt_every"]

@@ -1,10 +1,10 @@
 """`python -m nupa_jax.evaluate --workdir=DIR [--checkpoint best|latest|STEP] [--tasks a,b]
-[--per-length N] [--decoding run|greedy|sampled] [--positions run|consecutive|training]
-[--out FILE]`
+[--per-length N] [--decoding run|greedy|sampled]
+[--positions run|consecutive|training|training_longest] [--out FILE]`
 
 Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
 (the trainer's JSON layout) to `--out` or to
-`DIR/eval/evaluations/step_{N}_{decoding}_{P}q[_tasks][_training-positions].json`
+`DIR/eval/evaluations/step_{N}_{decoding}_{P}q[_tasks][_{positions}-positions].json`
 -- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
 an evaluation with other settings -- and prints the S/M/L/XL table.
 """
@@ -31,7 +31,9 @@ _POSITIONS = flags.DEFINE_enum(
     "positions", "run", ["run", *positions_lib.RULES],
     "position ids of the evaluated tokens: run: the run's config.eval.positions; consecutive "
     "(0, 1, 2, ..., the paper's); training: drawn as the run's PE draws them in training "
-    "(random_positions), to test whether a model fails only on consecutive ids")
+    "(random_positions), to test whether a model fails only on consecutive ids; "
+    "training_longest: the same for the longest answer of each question's length, so that the "
+    "ids do not give away the answer's length")
 _OUT = flags.DEFINE_string("out", None, "results file (default: under DIR/eval/evaluations/)")
 flags.mark_flag_as_required("workdir")
 distributed.define_flags()

@@ -158,13 +158,13 @@ class Evaluator:
     """Each batch's position ids by `config.eval.positions`, int32[rows, width + buffer]
     (None: the decoder's 0, 1, 2, ...). Spare rows repeat their question's ids."""
     rule = positions_lib.RULES[self.settings.positions]
-    if rule is None:
+    if rule.draw is None:
       return [None] * len(self.batches)
     size = training_position_range(self.config, vocab_size)
     seed = self.settings.sample_seed
-    return [rule(b.sample_lengths, b.prompts.shape[1] + b.buffer, size,
-                 [positions_lib.question_seed(seed, b.questions[i % len(b.questions)].id)
-                  for i in range(len(b.lengths))]) for b in self.batches]
+    return [rule.draw(rule.lengths(b), b.prompts.shape[1] + b.buffer, size,
+                      [positions_lib.question_seed(seed, b.questions[i % len(b.questions)].id)
+                       for i in range(len(b.lengths))]) for b in self.batches]
 
   def _scores(self, batch: questions_lib.Batch, rows: dict[int, np.ndarray]
               ) -> list[tuple[int, dict]]:

@@ -12,20 +12,29 @@ checkpoint both ways tells a model that has not learned the task from one that h
 only on spread-out ids. Tokens a model generates past the true answer's end continue from the
 last drawn id by ones, clipped at M - 1.
 
-A rule maps (each row's sample length, ids per row, the PE's M, each row's seed) to
-int32[rows, ids per row]; "consecutive" has none (None: generate's own 0, 1, 2, ...). Draws are
-made on the host with numpy, independently of the training sampler (`models.posenc.sampling`),
-from a seed per question, so that a question gets the same ids however the evaluation is
-batched and sharded.
+"training_longest" draws the same way for a sample of the question's own prompt and the longest
+true answer among the questions of its task and length. The ids' spread then follows only what
+the model reads anyway, its prompt, and no longer says how long its own answer is: a gain over
+consecutive ids that "training" shows could come from that length alone, one that
+"training_longest" shows cannot. A sample's draw is then up to a token or two denser than
+training's for it (integer addition: d or d + 1 answer digits, drawn for d + 1).
+
+A rule is a draw, mapping (each row's sample length, ids per row, the PE's M, each row's seed)
+to int32[rows, ids per row], and which sample lengths of a batch it draws for; "consecutive"
+has no draw (None: generate's own 0, 1, 2, ...). Draws are made on the host with numpy,
+independently of the training sampler (`models.posenc.sampling`), from a seed per question, so
+that a question gets the same ids however the evaluation is batched and sharded.
 """
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-Rule = Callable[[Sequence[int], int, int, Sequence[tuple[int, ...]]], np.ndarray]
+Draw = Callable[[Sequence[int], int, int, Sequence[tuple[int, ...]]], np.ndarray]
 
 
 def as_in_training(sample_lengths: Sequence[int], width: int, max_position: int,
@@ -41,9 +50,21 @@ def as_in_training(sample_lengths: Sequence[int], width: int, max_position: int,
   return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  """How an evaluation gives its questions ids: `draw` (None: the decoder's own 0, 1, 2, ...;
+  every draw stays below the PE's M), over the per-row sample lengths `lengths(batch)` picks
+  from an `evaluation.questions.Batch`."""
+  draw: Draw | None
+  lengths: Callable[[Any], np.ndarray] = lambda batch: batch.sample_lengths
+
+
 DEFAULT_RULE = "consecutive"  # the paper's protocol; results files without a rule used it
-# None: the decoder's own ids 0, 1, 2, ...; every other rule draws below the PE's M.
-RULES: dict[str, Rule | None] = {DEFAULT_RULE: None, "training": as_in_training}
+RULES: dict[str, Rule] = {
+    DEFAULT_RULE: Rule(None),
+    "training": Rule(as_in_training),
+    "training_longest": Rule(as_in_training, lambda batch: batch.longest_sample_lengths),
+}
 
 
 def question_seed(sample_seed: int, question_id: str) -> tuple[int, int]:

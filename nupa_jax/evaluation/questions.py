@@ -45,6 +45,9 @@ class Batch:
   prompts: np.ndarray  # int32[rows, width], right-padded; rows beyond the questions repeat
   lengths: np.ndarray  # int32[rows]
   sample_lengths: np.ndarray  # int32[rows]: tokens of each row's whole sample fed to the model
+  # int32[rows]: the same for a sample whose answer is the longest true answer among the task's
+  # questions of the row's length (`positions.RULES["training_longest"]`)
+  longest_sample_lengths: np.ndarray
   max_new_tokens: int
   buffer: int  # generate's output buffer (>= max_new_tokens): with the width, a program size
   features: dict[str, np.ndarray]  # digit_index / significance of the prompts, if the PE reads them
@@ -141,6 +144,9 @@ def make_batches(encoder: SampleEncoder, questions: dict[str, list[testset.Quest
         full_features = encoder.positions(task, full)
         extents.update({name: int(full_features[name][:-1].max()) for name in feature_names})
       encoded.append((q, prompt, len(full) - len(prompt), extents))
+    longest_answer = collections.defaultdict(int)  # {digits: longest answer, EOS included}
+    for q, _, answer_length, _ in encoded:
+      longest_answer[q.digits] = max(longest_answer[q.digits], answer_length)
     for start in range(0, len(encoded), rows):
       chunk, prompts, answer_lengths, extents = zip(*encoded[start:start + rows])
       budget = max(answer_lengths) + MARGIN
@@ -148,18 +154,21 @@ def make_batches(encoder: SampleEncoder, questions: dict[str, list[testset.Quest
       padded = np.full((rows, width), encoder.pad_id, np.int32)
       lengths = np.zeros(rows, np.int32)
       sample_lengths = np.zeros(rows, np.int32)
+      longest_sample_lengths = np.zeros(rows, np.int32)
       features = {name: np.zeros((rows, width), np.int32) for name in feature_names}
       for i in range(rows):
         prompt = prompts[i % len(prompts)]
         padded[i, :len(prompt)] = prompt
         lengths[i] = len(prompt)
         sample_lengths[i] = len(prompt) + answer_lengths[i % len(prompts)] - 1
+        longest_sample_lengths[i] = (len(prompt) + longest_answer[chunk[i % len(chunk)].digits]
+                                     - 1)
         if feature_names:
           positions = encoder.positions(task, prompt)
           for name in feature_names:
             features[name][i, :len(prompt)] = positions[name]
-      out.append(Batch(task, tuple(chunk), padded, lengths, sample_lengths, budget, buffer,
-                       features, max_extents(extents)))
+      out.append(Batch(task, tuple(chunk), padded, lengths, sample_lengths,
+                       longest_sample_lengths, budget, buffer, features, max_extents(extents)))
   return out
 
 

@@ -38,7 +38,8 @@ class Eval:
   learned_digits_rule: str = metrics.DEFAULT_LEARNED_DIGITS_RULE
   dlength_rule: str = metrics.DEFAULT_DLENGTH_RULE
   # Position ids of the evaluated tokens (`evaluation.positions.RULES`): "consecutive", the
-  # paper's; "training", drawn as a PE with random_positions draws them in training.
+  # paper's; "training", drawn as a PE with random_positions draws them in training;
+  # "training_longest", drawn so for the longest answer of the question's length.
   positions: str = positions_lib.DEFAULT_RULE
 
   def __post_init__(self):

@@ -53,16 +53,19 @@ def test_question_seeds_take_the_question_id_and_any_sample_seed():
 def test_the_setting_names_its_choices_and_the_file_name_keeps_them_apart():
   assert settings_lib.Eval().positions == "consecutive"
   with pytest.raises(ValueError, match="config.eval.positions 'random' is not one of: "
-                     "consecutive, training"):
+                     "consecutive, training, training_longest"):
     settings_lib.Eval(positions="random")
   assert results_lib.evaluation_name(7, True, 100) == "step_7_greedy_100q.json"
   assert results_lib.evaluation_name(7, True, 100, ["add_int"], "training") == (
       "step_7_greedy_100q_add_int_training-positions.json")
+  assert results_lib.evaluation_name(7, False, 20, None, "training_longest") == (
+      "step_7_sampled_20q_training_longest-positions.json")
 
 
-def test_a_saved_random_position_run_is_scored_both_ways_in_files_of_their_own(tmp_path):
+def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tmp_path):
   """A two-step run of the rev_vs_pad recipe with random position ids, trained in this process;
-  its checkpoint re-evaluated at ids drawn as in training and at consecutive ids."""
+  its checkpoint re-evaluated at ids drawn as in training (for its own answer and for the
+  longest of its length) and at consecutive ids."""
   config = training_testing.override(
       paper.get_config("table=rev_vs_pad,pad=true,random_positions=1024,size=tiny"),
       {**training_testing.MICRO, "train.steps": 2, "train.warmup_steps": 1,
@@ -73,6 +76,9 @@ def test_a_saved_random_position_run_is_scored_both_ways_in_files_of_their_own(t
   step, _, path = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")
   assert path.name == f"step_{step}_sampled_2q_training-positions.json"
   assert json.loads(path.read_text())["_meta"]["positions"] == "training"
+  _, _, longest = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training_longest")
+  assert longest.name == f"step_{step}_sampled_2q_training_longest-positions.json"
+  assert json.loads(longest.read_text())["_meta"]["positions"] == "training_longest"
   _, _, default = saved_run.evaluate_checkpoint(tmp_path, "latest")
   assert default.name == f"step_{step}_sampled_2q.json"
   assert json.loads(default.read_text())["_meta"]["positions"] == "consecutive"

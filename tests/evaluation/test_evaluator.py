@@ -1,5 +1,6 @@
 """The evaluator: the frozen questions it asks, its prompt batches, its scoring (with an oracle
 decoder standing in for the model), the JSON layout and the printed table."""
+import collections
 import json
 
 import jax
@@ -15,6 +16,7 @@ from nupa_jax import tasks
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import generate as generate_lib
+from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as settings_lib
@@ -217,10 +219,10 @@ def test_the_configured_learned_digits_rule_summarizes(monkeypatch, encoder, rul
   assert summary["well_learned_digits"]["exact_match"] == well_learned
 
 
-def _evaluator(random_positions, pe="rope", batch_size=8):
+def _evaluator(random_positions, pe="rope", batch_size=8, positions="training"):
   config = eval_config()
   config.model.posenc = {"name": pe, "random_positions": random_positions}
-  config.eval.positions = "training"
+  config.eval.positions = positions
   config.eval.batch_size = batch_size
   return evaluator_lib.Evaluator(config, Encoder(), sharding.make_mesh(config.mesh.shape))
 
@@ -266,6 +268,31 @@ def test_the_evaluator_draws_each_question_ids_as_in_training(monkeypatch, encod
   assert len(received) == len(evaluator.batches)
   for got, ids in zip(received, evaluator.position_ids):
     np.testing.assert_array_equal(got, ids)
+
+
+def test_training_longest_draws_for_the_longest_answer_of_a_length(encoder):
+  """Questions of one length whose answers differ in length (a carry or none) get draws sized by
+  their own prompt and the longest answer of that length: the ids do not tell a question how
+  long its answer is. A question with that longest answer gets what "training" gives it."""
+  evaluator = _evaluator(64, positions="training_longest")
+  as_in_training = _ids_by_question(_evaluator(64))
+  answers = collections.defaultdict(dict)  # {(task, digits): {question id: answer tokens}}
+  rows = []  # (question, task, prompt tokens, drawn size, its ids)
+  for batch, ids in zip(evaluator.batches, evaluator.position_ids):
+    for row, question in enumerate(batch.questions):
+      prompt, _ = encoder.encode(batch.task, question.a, question.b, None)
+      full, _ = encoder.encode(batch.task, question.a, question.b, question.answer)
+      answers[batch.task, question.digits][question.id] = len(full) - len(prompt)
+      rows.append((question, batch.task, len(prompt), int(batch.longest_sample_lengths[row]),
+                   ids[row]))
+  assert any(len(set(lengths.values())) > 1 for lengths in answers.values())
+  for question, task, prompt, size, ids in rows:
+    group = answers[task, question.digits]
+    assert size == prompt + max(group.values()) - 1  # EOS is only a target
+    np.testing.assert_array_equal(ids, positions_lib.as_in_training(
+        [size], len(ids), 64, [positions_lib.question_seed(0, question.id)])[0])
+    if group[question.id] == max(group.values()):
+      np.testing.assert_array_equal(ids[:size], as_in_training[question.id])
 
 
 def test_the_evaluator_decodes_a_batch_at_its_ids():
