@@ -13,11 +13,14 @@ only on spread-out ids. Tokens a model generates past the true answer's end cont
 last drawn id by ones, clipped at M - 1.
 
 "training_longest" draws the same way for a sample of the question's own prompt and the longest
-true answer among the questions of its task and length. The ids' spread then follows only what
-the model reads anyway, its prompt, and no longer says how long its own answer is: a gain over
-consecutive ids that "training" shows could come from that length alone, one that
-"training_longest" shows cannot. A sample's draw is then up to a token or two denser than
-training's for it (integer addition: d or d + 1 answer digits, drawn for d + 1).
+true answer among the evaluated questions of its task and length. The ids' spread then follows
+only what the model reads anyway, its prompt, and no longer says how long its own answer is: a
+gain over consecutive ids that "training" shows could come from that length alone, one that
+"training_longest" shows cannot. Two costs: a sample's draw is denser than training's for it by
+the gap to that longest answer (integer addition: d or d + 1 answer digits, drawn for d + 1, at
+most one token; tasks whose answers vary widely in length, tens), and the longest answer is the
+evaluated questions' (with few questions a length it nears each question's own, and with one it
+is: the rule then gives "training"'s ids).
 
 A rule is a draw, mapping (each row's sample length, ids per row, the PE's M, each row's seed)
 to int32[rows, ids per row], and which sample lengths of a batch it draws for; "consecutive"
@@ -30,9 +33,12 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+  from nupa_jax.evaluation.questions import Batch
 
 Draw = Callable[[Sequence[int], int, int, Sequence[tuple[int, ...]]], np.ndarray]
 
@@ -40,13 +46,19 @@ Draw = Callable[[Sequence[int], int, int, Sequence[tuple[int, ...]]], np.ndarray
 def as_in_training(sample_lengths: Sequence[int], width: int, max_position: int,
                    seeds: Sequence[tuple[int, ...]]) -> np.ndarray:
   """int32[rows, width]: row i's first n_i = sample_lengths[i] ids are a uniformly random sorted
-  n_i-subset of [0, M) drawn from seeds[i]; the ids after them go on by ones, up to M - 1."""
+  n_i-subset of [0, M) drawn from seeds[i]; the ids after them go on by ones, up to M - 1. A row
+  narrower than its draw keeps the draw's first `width` ids, so that a question's ids do not
+  depend on the width of the batch it lands in."""
+  too_long = [int(n) for n in sample_lengths if n > max_position]
+  if too_long:
+    raise ValueError(f"cannot draw {max(too_long)} distinct position ids below the PE's "
+                     f"random_positions={max_position}")
   out = np.empty((len(sample_lengths), width), np.int32)
   for row, (length, seed) in enumerate(zip(sample_lengths, seeds)):
-    size = min(int(length), max_position, width)
-    drawn = np.sort(np.random.default_rng(list(seed)).choice(max_position, size, replace=False))
-    after = drawn[-1] + np.arange(1, width - size + 1)
-    out[row] = np.minimum(np.concatenate([drawn, after]), max_position - 1)
+    drawn = np.sort(np.random.default_rng(list(seed)).choice(max_position, int(length),
+                                                             replace=False))
+    after = drawn[-1] + np.arange(1, max(width - len(drawn), 0) + 1)
+    out[row] = np.minimum(np.concatenate([drawn, after])[:width], max_position - 1)
   return out
 
 
@@ -56,7 +68,7 @@ class Rule:
   every draw stays below the PE's M), over the per-row sample lengths `lengths(batch)` picks
   from an `evaluation.questions.Batch`."""
   draw: Draw | None
-  lengths: Callable[[Any], np.ndarray] = lambda batch: batch.sample_lengths
+  lengths: Callable[[Batch], np.ndarray] = lambda batch: batch.sample_lengths
 
 
 DEFAULT_RULE = "consecutive"  # the paper's protocol; results files without a rule used it

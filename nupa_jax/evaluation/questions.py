@@ -46,7 +46,7 @@ class Batch:
   lengths: np.ndarray  # int32[rows]
   sample_lengths: np.ndarray  # int32[rows]: tokens of each row's whole sample fed to the model
   # int32[rows]: the same for a sample whose answer is the longest true answer among the task's
-  # questions of the row's length (`positions.RULES["training_longest"]`)
+  # evaluated questions of the row's length (`positions.RULES["training_longest"]`)
   longest_sample_lengths: np.ndarray
   max_new_tokens: int
   buffer: int  # generate's output buffer (>= max_new_tokens): with the width, a program size

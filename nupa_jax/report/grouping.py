@@ -10,7 +10,6 @@ import dataclasses
 import json
 from typing import Any
 
-from nupa_jax.evaluation import positions
 from nupa_jax.report.loading import Entry, ReportError
 
 # The ablation variables of the paper's experiment families (configs/*.py), shown under the
@@ -52,16 +51,10 @@ NOT_SETTINGS = frozenset({"data.num_workers", "data.device_prefetch", "data.stac
                           "train.steps_per_call"})
 
 
-# Options added with a default that is not off: the value that every run made before the option
-# existed behaved as (evaluation at consecutive position ids, before `eval.positions`).
-DEFAULTS_OF_ADDED = {"eval.positions": positions.DEFAULT_RULE}
-
-
-def as_if_absent(key: str, value: Any) -> bool:
-  """Whether `key` at `value` behaves as the runs made before the option existed: held off, or
-  at its entry in DEFAULTS_OF_ADDED. Such a value neither splits a setting from those runs nor
-  names a line unless the labels need it."""
-  return value in (False, 0, "") or (key in DEFAULTS_OF_ADDED and value == DEFAULTS_OF_ADDED[key])
+def is_off(value: Any) -> bool:
+  """Whether a setting's value holds its option off (False, 0, ''): how options added after
+  some runs were made stand in those made since, left out of labels."""
+  return value in (False, 0, "")
 
 
 def is_seed(key: str) -> bool:
@@ -120,9 +113,9 @@ def describe(settings: list[dict[str, Any]]) -> list[str]:
 
   '' for all when none do, or when more than MAX_KEYS do and the SHORT_NAMES keys among them
   can't tell the settings apart. An option added to the config after some runs were made is
-  absent from their settings; where every run that has it holds it as if absent (`as_if_absent`),
-  it is named only if the labels need it to be unique, so that runs from before the option
-  existed and runs with it at its default do not read as a difference.
+  absent from their settings; where every run that has it holds it off (False, 0, ''), it is
+  named only if the labels need it to be unique, so that runs from before the option existed
+  and runs with it at its off default do not read as a difference.
   """
   keys = list(dict.fromkeys(k for s in settings for k in s))  # config order
   differ = [k for k in keys
@@ -134,10 +127,10 @@ def describe(settings: list[dict[str, Any]]) -> list[str]:
     return [", ".join(_show(k, s[k]) if k in s else f"{SHORT_NAMES.get(k, k)}=-"
                       for k in shown) for s in settings]
 
-  def default_where_present(key: str) -> bool:
-    return all(as_if_absent(key, s[key]) for s in settings if key in s)
+  def off_where_present(key: str) -> bool:
+    return all(is_off(s[key]) for s in settings if key in s)
 
-  shown = [k for k in differ if not default_where_present(k)]
+  shown = [k for k in differ if not off_where_present(k)]
   for key in differ:
     if len(set(texts(shown))) == len(settings):
       break
@@ -151,7 +144,7 @@ def _summary(group: Group, use_args: bool) -> str:
   """A label for the only setting of a report: its named settings (those of SHORT_NAMES not
   held off, as `describe` leaves them out), else its run."""
   keys = list(group.settings) if use_args else [
-      k for k in SHORT_NAMES if k in group.settings and not as_if_absent(k, group.settings[k])]
+      k for k in SHORT_NAMES if k in group.settings and not is_off(group.settings[k])]
   return ", ".join(_show(k, group.settings[k]) for k in keys) or group.entries[0].name
 
 
@@ -176,9 +169,7 @@ def group_entries(entries: list[Entry], labels: list[str] | None = None) -> list
       continue
     settings = {k: v for k, v in (entry.args if use_args else entry.config).items()
                 if not is_seed(k) and k not in NOT_SETTINGS}
-    # Runs from before an option existed and runs with it at its default are one setting.
-    key = json.dumps({k: v for k, v in settings.items() if not as_if_absent(k, v)},
-                     sort_keys=True, default=str)
+    key = json.dumps(settings, sort_keys=True, default=str)
     if key in groups:
       groups[key].entries.append(entry)
     else:

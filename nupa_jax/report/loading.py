@@ -24,6 +24,7 @@ import ml_collections
 
 from nupa_jax import paths as paths_lib
 from nupa_jax import settings
+from nupa_jax.evaluation import positions
 from nupa_jax.metrics import BUCKET_NAMES as BUCKETS
 from nupa_jax.metrics import DEFAULT_DLENGTH_RULE
 from nupa_jax.metrics import DEFAULT_LEARNED_DIGITS_RULE
@@ -256,6 +257,7 @@ _ADDED_FIELDS = {
     "eval.task_digits": {},  # every task evaluated over eval.digits
     "data.loss_on_padding": False,  # the loss over answer tokens only
     "train.microbatches": 1,  # the whole batch in one pass
+    "eval.positions": positions.DEFAULT_RULE,  # ids 0, 1, 2, ...
 }
 
 

@@ -29,6 +29,12 @@ def test_ids_as_in_training_are_a_sorted_subset_for_the_sample_then_go_on_by_one
   # Each row's ids come from its own seed alone: the same seed, the same ids in any batch.
   np.testing.assert_array_equal(positions_lib.as_in_training([12], 20, 64, [(0, 2)])[0], ids[1])
   assert (positions_lib.as_in_training([12], 20, 64, [(0, 9)])[0] != ids[1]).any()
+  # A row narrower than its draw keeps the draw's first ids; a draw longer than M is refused.
+  np.testing.assert_array_equal(positions_lib.as_in_training([12], 8, 64, [(0, 2)])[0],
+                                ids[1, :8])
+  with pytest.raises(ValueError, match="cannot draw 65 distinct position ids below the PE's "
+                     "random_positions=64"):
+    positions_lib.as_in_training([4, 65], 80, 64, seeds[:2])
   # A sample as long as the range takes all of it.
   np.testing.assert_array_equal(positions_lib.as_in_training([12], 16, 12, [(0,)]),
                                 [list(range(12)) + [11] * 4])

@@ -295,6 +295,29 @@ def test_training_longest_draws_for_the_longest_answer_of_a_length(encoder):
       np.testing.assert_array_equal(ids[:size], as_in_training[question.id])
 
 
+def test_training_longest_ids_do_not_depend_on_the_batch(encoder):
+  """multiply_hard_float answers of one length differ in length by more than a batch's generation
+  margin, so a narrow batch's rows are narrower than their draws: each question keeps its ids."""
+  def ids_by_question(batch_size):
+    config = eval_config()
+    config.model.posenc = {"name": "rope", "random_positions": 1024}
+    config.eval.positions = "training_longest"
+    config.eval.batch_size = batch_size
+    config.eval.digits = (20, 20)
+    evaluator = evaluator_lib.Evaluator(config, encoder, sharding.make_mesh(config.mesh.shape),
+                                        tasks=["multiply_hard_float"], per_length=20)
+    narrower = [(b.longest_sample_lengths > ids.shape[1]).sum()
+                for b, ids in zip(evaluator.batches, evaluator.position_ids)]
+    return {q.id: ids[row] for b, ids in zip(evaluator.batches, evaluator.position_ids)
+            for row, q in enumerate(b.questions)}, sum(narrower)
+  narrow, clipped = ids_by_question(2)
+  wide, _ = ids_by_question(64)
+  assert clipped > 0 and sorted(narrow) == sorted(wide)
+  for question, ids in narrow.items():
+    width = min(len(ids), len(wide[question]))
+    np.testing.assert_array_equal(ids[:width], wide[question][:width])
+
+
 def test_the_evaluator_decodes_a_batch_at_its_ids():
   """The real decoder through the evaluator: a model whose absolute table reads the ids gives
   what generate gives at the batch's ids, and not what it gives at 0, 1, 2, ...."""

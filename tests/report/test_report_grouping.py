@@ -66,8 +66,8 @@ def test_options_added_later_are_named_only_when_needed():
 
 
 def test_runs_from_before_an_option_share_a_line_with_its_default(tmp_path):
-  """A seed run after `eval.positions` (and an off flag) were added, beside seeds made before:
-  at their defaults one setting; scored at training position ids, a line of its own."""
+  """A seed run after `eval.positions` was added, beside seeds made before it: at its default
+  one setting; scored at training position ids, a line of its own."""
   def run(name, seed, **eval_settings):
     path = make_run(tmp_path / name, seed=seed)
     config = json.loads((path / "config.json").read_text())
@@ -76,14 +76,15 @@ def test_runs_from_before_an_option_share_a_line_with_its_default(tmp_path):
     write_json(path / "config.json", config)
     return path
   old = [run(f"old{s}", s) for s in (0, 1)]
-  new = run("new", 2, positions="consecutive", greedy=False)
+  new = run("new", 2, positions="consecutive")
   groups = group_entries(load(old + [new], quiet))
   assert [(g.label, g.replicas) for g in groups] == [
       ("pe=rope, size=tiny, task=add_int, train_digits=1-8", "3 seeds")]
   diagnostic = run("diag", 3, positions="training")
-  groups = group_entries(load(old + [new, diagnostic], quiet))
-  assert [(g.label, len(g.entries)) for g in groups] == [
-      ("eval.positions=-", 3), ("eval.positions=training", 1)]
+  for paths in (old + [new, diagnostic], [new, diagnostic] + old):
+    groups = group_entries(load(paths, quiet))
+    assert sorted((g.label, len(g.entries)) for g in groups) == [
+        ("eval.positions=consecutive", 3), ("eval.positions=training", 1)]
 
 
 def test_format_and_position_ablations_name_their_lines():
