@@ -1,13 +1,16 @@
 """`python -m nupa_jax.evaluate --workdir=DIR [--checkpoint best|latest|STEP] [--tasks a,b]
 [--per-length N] [--decoding run|greedy|sampled]
-[--positions run|consecutive|training|training_longest] [--out FILE]`
+[--positions run|consecutive|training|training_longest] [--out FILE] [--predictions]`
 
 Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
 (the trainer's JSON layout) to `--out` or to
 `DIR/eval/evaluations/step_{N}_{decoding}_{P}q[_tasks][_{positions}-positions].json`
 -- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
-an evaluation with other settings -- and prints the S/M/L/XL table.
+an evaluation with other settings -- and prints the S/M/L/XL table. `--predictions` also writes
+every question's answer and scores, one JSON line each, to `NAME.predictions.jsonl` beside it
+(one file a process on several: `NAME.predictions.process-K.jsonl`, the questions it holds).
 """
+import jax
 from absl import app
 from absl import flags
 from absl import logging
@@ -35,6 +38,9 @@ _POSITIONS = flags.DEFINE_enum(
     "training_longest: the same for the longest answer of each question's length, so that the "
     "ids do not give away the answer's length")
 _OUT = flags.DEFINE_string("out", None, "results file (default: under DIR/eval/evaluations/)")
+_PREDICTIONS = flags.DEFINE_bool(
+    "predictions", False, "also write each question's answer and scores beside the results "
+    "(NAME.predictions.jsonl)")
 flags.mark_flag_as_required("workdir")
 distributed.define_flags()
 
@@ -51,8 +57,12 @@ def main(argv):
   with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
     step, results, path = saved_run.evaluate_checkpoint(
         _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
-        out=_OUT.value, positions=None if _POSITIONS.value == "run" else _POSITIONS.value)
+        out=_OUT.value, positions=None if _POSITIONS.value == "run" else _POSITIONS.value,
+        predictions=_PREDICTIONS.value)
   print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
+  if _PREDICTIONS.value:
+    answers = results_lib.predictions_path(path, jax.process_index(), jax.process_count())
+    print(f"answers: {answers}")
   print(results_lib.format_table(results))
   distributed.shutdown()  # leave the other processes in order (no-op for one process)
 

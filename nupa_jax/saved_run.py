@@ -37,7 +37,8 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
                         tasks: Sequence[str] | None = None,
                         per_length: int | None = None, greedy: bool | None = None,
                         out: str | os.PathLike | None = None,
-                        positions: str | None = None) -> tuple[int, dict, paths.Path]:
+                        positions: str | None = None,
+                        predictions: bool = False) -> tuple[int, dict, paths.Path]:
   """Evaluates checkpoint `best` / `latest` / STEP of a run; returns (step, results, file).
 
   The results go to `out`, or to `eval/evaluations/` under `results.evaluation_name` -- never
@@ -45,7 +46,8 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
   model, text format and evaluation settings; `tasks`, `per_length`, `greedy` (greedy
   decoding, or the config's sampling) and `positions` (`evaluation.positions.RULES`) override
   `config.eval`. The mesh is the run's when it fits these devices,
-  else all devices data-parallel (a checkpoint restores onto any mesh).
+  else all devices data-parallel (a checkpoint restores onto any mesh). `predictions` also
+  writes every answer beside the results (`results.predictions_path`).
   """
   config = load_run_config(workdir)
   if greedy is not None:
@@ -66,8 +68,10 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
   ckpt.close()
+  answers = [] if predictions else None
   results = evaluator.evaluate(spec.graphdef, params,
-                               report=print if jax.process_index() == 0 else None)
+                               report=print if jax.process_index() == 0 else None,
+                               predictions=answers)
   greedy, positions = evaluator.settings.greedy, evaluator.settings.positions
   out = paths.path(out) if out else (
       paths.path(workdir) / results_lib.EVAL_DIR / "evaluations" /
@@ -78,4 +82,7 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
                                   "checkpoint": checkpoint, "per_length": evaluator.per_length,
                                   "greedy": greedy, "positions": positions,
                                   **results_lib.skipped_meta(evaluator.skipped)})
+  if predictions:
+    results_lib.write_predictions(
+        results_lib.predictions_path(out, jax.process_index(), jax.process_count()), answers)
   return step, results, out

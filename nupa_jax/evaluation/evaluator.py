@@ -78,6 +78,14 @@ def _local_rows(array: jax.Array) -> dict[int, np.ndarray]:
   return rows
 
 
+def prediction_record(question: testset.Question, prediction: str, scores: dict) -> dict:
+  """One line of a predictions file: the question, the model's answer as scored (decoded to
+  canonical text) and its three scores."""
+  return {"id": question.id, "task": question.task, "digits": question.digits,
+          "a": question.a, "b": question.b, "answer": question.answer,
+          "prediction": prediction, **scores}
+
+
 def _abstract_pe(config, vocab_size: int):
   """The run's positional encoding, shapes only (nothing allocated)."""
   model_config = models.resolve(config.model, vocab_size)
@@ -167,9 +175,9 @@ class Evaluator:
                        for i in range(len(b.lengths))]) for b in self.batches]
 
   def _scores(self, batch: questions_lib.Batch, rows: dict[int, np.ndarray]
-              ) -> list[tuple[int, dict]]:
-    """(question index within the batch, scores) for this process's `rows` of the batch's
-    generated tokens (`_local_rows`)."""
+              ) -> list[tuple[int, dict, str]]:
+    """(question index within the batch, scores, predicted answer) for this process's `rows`
+    of the batch's generated tokens (`_local_rows`)."""
     answer_repr = tasks_lib.get(batch.task).answer_repr
     out = []
     for row, tokens in rows.items():
@@ -177,7 +185,7 @@ class Evaluator:
         q = batch.questions[row]
         prediction = self.encoder.decode_answer(batch.task, tokens[:batch.max_new_tokens])
         out.append((row, metrics.score(prediction, q.answer, answer_repr,
-                                       self.settings.dlength_rule)))
+                                       self.settings.dlength_rule), prediction))
     return out
 
   def _generate(self, model, index: int, rng: jax.Array, *,
@@ -217,12 +225,14 @@ class Evaluator:
                     todo.values()))
     self._compiled.update(todo)
 
-  def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None) -> dict:
+  def evaluate(self, graphdef, state, report: Callable[[str], None] | None = None,
+               predictions: list[dict] | None = None) -> dict:
     """{task: summary} (metrics.summarize) of the model `nnx.merge(graphdef, state)`.
 
     The state may be the run's (model, optimizer) state: only the model is used. `report`
     (e.g. print; process 0's) gets the size and progress lines of an evaluation of several
-    batches.
+    batches. `predictions`, when given, receives a record (`prediction_record`) of every
+    question whose row this process holds, in batch order: all of them on one process.
     """
     merged = nnx.merge(graphdef, state)
     model = merged[0] if isinstance(merged, tuple) else merged
@@ -245,7 +255,11 @@ class Evaluator:
           report(f"evaluation: batch {done}/{len(self.batches)} ({batch.task}), "
                  f"{now - start:.0f} s, about {left:.0f} s left")
       local = [(index, row, s["exact_match"], s["digit_match"], s["dlength"])
-               for index, future in enumerate(scored) for row, s in future.result()]
+               for index, future in enumerate(scored) for row, s, _ in future.result()]
+      if predictions is not None:
+        predictions.extend(prediction_record(self.batches[index].questions[row], text, s)
+                           for index, future in enumerate(scored)
+                           for row, s, text in sorted(future.result(), key=lambda r: r[0]))
     return self._summarize(self._gather(local))
 
   def _gather(self, local: list[tuple]) -> np.ndarray:

@@ -46,6 +46,23 @@ def write_evaluation(path: str | os.PathLike, step: int, results: dict, meta: di
                                            indent=1))
 
 
+def predictions_path(results_file: str | os.PathLike, process: int = 0,
+                     processes: int = 1) -> paths.Path:
+  """Where the answers behind a results file go: beside it, `NAME.predictions.jsonl` (with
+  `.process-K` before `.jsonl` when several processes each write the questions they hold)."""
+  results_file = paths.path(results_file)
+  stem = results_file.name.removesuffix(".json")
+  part = f".process-{process}" if processes > 1 else ""
+  return results_file.with_name(f"{stem}.predictions{part}.jsonl")
+
+
+def write_predictions(path: str | os.PathLike, records: Sequence[dict]) -> None:
+  """One JSON line a question (`evaluator.prediction_record`), written atomically."""
+  path = paths.path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  paths.write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
+
+
 def evaluation_name(step: int, greedy: bool, per_length: int,
                     tasks: Sequence[str] | None = None,
                     positions: str = positions_lib.DEFAULT_RULE) -> str:

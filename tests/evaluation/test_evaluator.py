@@ -13,6 +13,7 @@ from configs import common
 from nupa_jax import models
 from nupa_jax import sharding
 from nupa_jax import tasks
+from nupa_jax.benchmark import scoring
 from nupa_jax.benchmark import testset
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import generate as generate_lib
@@ -147,6 +148,37 @@ def test_scores_of_an_oracle_follow_the_metrics(monkeypatch, encoder, transform,
   assert results["add_int"]["L"]["n"] == PER_LENGTH * 4  # 9..12 digits
 
 
+def test_predictions_hold_each_answer_as_scored(monkeypatch, encoder):
+  """Every question once, in batch order, with the oracle's answer (the true one, its last digit
+  dropped where it is even) and its scores worked out by hand: right-aligned digits."""
+  config = eval_config()
+  evaluator = evaluator_lib.Evaluator(config, encoder, sharding.make_mesh(config.mesh.shape))
+  short = lambda answer: int(answer) % 2 == 0
+  use_oracle(monkeypatch, encoder, evaluator.questions,
+             lambda answer: answer[:-1] if short(answer) else answer)
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  records = []
+  summary = evaluator.evaluate(graphdef, state, predictions=records)
+  assert summary == evaluator.evaluate(graphdef, state)  # asking for answers changes nothing
+  questions = {q.id: q for b in evaluator.batches for q in b.questions}
+  assert [r["id"] for r in records] == list(questions)
+  assert {short(q.answer) for q in questions.values()} == {True, False}
+  for record in records:
+    q = questions[record["id"]]
+    assert (record["task"], record["digits"], record["a"], record["b"], record["answer"]) == (
+        q.task, q.digits, q.a, q.b, q.answer)
+    predicted = q.answer[:-1] if short(q.answer) else q.answer
+    matching = sum(t == p for t, p in zip(q.answer[::-1], predicted[::-1]))
+    assert record["prediction"] == predicted
+    assert (record["exact_match"], record["digit_match"], record["dlength"]) == (
+        float(predicted == q.answer), matching / len(q.answer), len(q.answer) - len(predicted))
+  # The file is a predictions file of `benchmark score`, which scores it as the evaluator did.
+  report = scoring.score_predictions(questions.values(),
+                                     {r["id"]: r["prediction"] for r in records})
+  for task, task_summary in summary.items():
+    assert report[task]["per_digit"] == task_summary["per_digit"]
+
+
 def test_batches_are_capped_by_the_questions_and_progress_is_reported(monkeypatch, encoder):
   config = eval_config()
   config.eval.batch_size = 256  # more than the 30 add_int and 24 max_int questions
@@ -183,6 +215,16 @@ def test_results_files_and_table(tmp_path):
   assert row.startswith("add_int") and "1.000/1.000/0.00" in row and row.count("-") == 3
   assert results_lib.bucket_scalars({"add_int": summary}) == {
       "add_int/S/exact_match": 1.0, "add_int/S/digit_match": 1.0, "add_int/S/dlength": 0.0}
+  # Answers go beside a results file; with several processes, one file each.
+  evaluation = tmp_path / "eval" / "evaluations" / "step_40_greedy_2q.json"
+  assert results_lib.predictions_path(evaluation) == evaluation.with_name(
+      "step_40_greedy_2q.predictions.jsonl")
+  assert results_lib.predictions_path(evaluation, 1, 4).name == (
+      "step_40_greedy_2q.predictions.process-1.jsonl")
+  results_lib.write_predictions(results_lib.predictions_path(evaluation),
+                                [{"id": "a"}, {"id": "b"}])
+  assert evaluation.with_name("step_40_greedy_2q.predictions.jsonl").read_text() == (
+      '{"id": "a"}\n{"id": "b"}\n')
 
 
 def test_pe_features_of_generated_tokens(encoder):

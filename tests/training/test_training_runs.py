@@ -4,6 +4,7 @@ config errors that name their fix. A one-device run that others are compared aga
 in this process, and runs compared with each other on two devices share one process
 (training_testing): none of them is a test of the command itself."""
 import json
+import math
 import os
 import pathlib
 import re
@@ -153,7 +154,7 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
   before = trainer_results()
   result = training_testing.run("nupa_jax.evaluate", [
       f"--workdir={killed}", "--checkpoint=latest", "--per-length", "3", "--tasks=add_int",
-      "--decoding=greedy"])
+      "--decoding=greedy", "--predictions"])
   written = killed / "eval" / "evaluations" / f"step_{total}_greedy_3q_add_int.json"
   report = json.loads(written.read_text())
   assert trainer_results() == before
@@ -165,6 +166,15 @@ def test_sigkill_and_resume_repeats_the_uninterrupted_losses_bit_for_bit(tmp_pat
   assert set(add["S"]) == {"exact_match", "digit_match", "dlength", "n"}
   assert "well_learned_digits" in add and "performance_preserving_digits" in add
   assert "add_int" in result.stdout and "S EM/DM/dlen" in result.stdout
+  # Its answers beside it, one line a question: their means are the file's per-length numbers.
+  answers = written.with_name(f"step_{total}_greedy_3q_add_int.predictions.jsonl")
+  assert f"answers: {answers}" in result.stdout
+  lines = [json.loads(line) for line in answers.read_text().splitlines()]
+  assert len(lines) == 6 and len({line["id"] for line in lines}) == 6
+  for digits, scores in add["per_digit"].items():
+    mine = [line for line in lines if line["digits"] == int(digits)]
+    for metric in ("exact_match", "digit_match", "dlength"):
+      assert math.isclose(sum(line[metric] for line in mine) / len(mine), scores[metric])
   # Ids drawn as in training need a PE trained on random positions; this run's RoPE is not.
   with pytest.raises(ValueError, match="posenc 'rope' trains on consecutive ids"):
     saved_run.evaluate_checkpoint(killed, "latest", ["add_int"], 3, positions="training")
