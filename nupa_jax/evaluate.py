@@ -8,7 +8,8 @@ Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writ
 -- a name of its own, so it never replaces the trainer's `eval/step_N.json` / `latest.json` nor
 an evaluation with other settings -- and prints the S/M/L/XL table. `--predictions` also writes
 every question's answer and scores, one JSON line each, to `NAME.predictions.jsonl` beside it
-(one file a process on several: `NAME.predictions.process-K.jsonl`, the questions it holds).
+(on several processes one file each, `NAME.predictions.process-K.jsonl`, every question in
+exactly one of them).
 """
 import jax
 from absl import app

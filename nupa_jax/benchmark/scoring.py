@@ -13,6 +13,7 @@ import os
 from typing import Iterable, Mapping
 
 from nupa_jax import metrics
+from nupa_jax import paths
 from nupa_jax import tasks
 from nupa_jax.benchmark import testset
 
@@ -24,9 +25,9 @@ class PredictionFileError(ValueError):
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, str]:
-  """{id: prediction} from a JSONL file; blank lines are skipped."""
+  """{id: prediction} from a JSONL file (a local path or a URL); blank lines are skipped."""
   out = {}
-  with open(path, "rb") as f:
+  with paths.path(path).open("rb") as f:
     for lineno, raw in enumerate(f, 1):
       where = f"{os.fspath(path)}:{lineno}"
       try:

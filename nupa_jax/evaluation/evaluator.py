@@ -68,19 +68,21 @@ def _global(array: np.ndarray, sharding) -> jax.Array:
 
 
 def _local_rows(array: jax.Array) -> dict[int, np.ndarray]:
-  """{global row: host row} for the rows this process holds (replicas counted once)."""
+  """{global row: host row} for the rows whose first replica this process holds: every row is
+  scored by one process, even where a mesh axis that replicates rows spans processes."""
   rows = {}
   for shard in array.addressable_shards:
-    start = shard.index[0].start or 0
-    data = np.asarray(shard.data)
-    for i in range(data.shape[0]):
-      rows.setdefault(start + i, data[i])
+    if shard.replica_id == 0:
+      start = shard.index[0].start or 0
+      data = np.asarray(shard.data)
+      for i in range(data.shape[0]):
+        rows[start + i] = data[i]
   return rows
 
 
 def prediction_record(question: testset.Question, prediction: str, scores: dict) -> dict:
-  """One line of a predictions file: the question, the model's answer as scored (decoded to
-  canonical text) and its three scores."""
+  """One line of a predictions file: the question, the model's answer as scored (as the
+  encoder's `decode_answer` reads it from the generated tokens) and its three scores."""
   return {"id": question.id, "task": question.task, "digits": question.digits,
           "a": question.a, "b": question.b, "answer": question.answer,
           "prediction": prediction, **scores}
@@ -242,7 +244,7 @@ class Evaluator:
     report(f"evaluating {sum(len(b.questions) for b in self.batches):,} questions of "
            f"{len(self.questions)} tasks in {len(self.batches)} batches of {self.rows} prompts")
     start = last = time.perf_counter()
-    scored = []  # futures of [(row, scores)], one per batch
+    scored = []  # futures of [(row, scores, predicted answer)], one per batch
     with concurrent.futures.ThreadPoolExecutor(1) as scorer:
       self._precompile(model, rng, report)
       for index, batch in enumerate(self.batches):
