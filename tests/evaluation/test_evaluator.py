@@ -21,6 +21,7 @@ from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import questions as questions_lib
 from nupa_jax.evaluation import results as results_lib
 from nupa_jax.evaluation import settings as settings_lib
+from nupa_jax.report import answers as answers_lib
 from nupa_jax.text import Encoder
 
 TASKS = ["add_int", "max_int"]  # a 20-digit and a 100-digit tier task
@@ -172,6 +173,8 @@ def test_predictions_hold_each_answer_as_scored(monkeypatch, encoder):
     assert record["prediction"] == predicted
     assert (record["exact_match"], record["digit_match"], record["dlength"]) == (
         float(predicted == q.answer), matching / len(q.answer), len(q.answer) - len(predicted))
+  assert {r["id"]: answers_lib.kind(r) for r in records} == {
+      q.id: "wrong_length" if short(q.answer) else "right" for q in questions.values()}
   # The file is a predictions file of `benchmark score`, which scores it as the evaluator did.
   report = scoring.score_predictions(questions.values(),
                                      {r["id"]: r["prediction"] for r in records})
