@@ -65,6 +65,10 @@ def a_file(tmp_path_factory) -> pathlib.Path:
      "error: --out {file} is a file; give a directory"),
     (["-m", "nupa_jax.report", "--workdirs={tmp}", "--out={tmp}/r", "--metric=em"],
      "error: argument --metric: invalid choice: 'em'"),
+    (["-m", "nupa_jax.report.answers", "{tmp}/none.jsonl"],
+     "error: {tmp}/none.jsonl: No such file or directory"),
+    (["-m", "nupa_jax.report.answers", "{file}"],
+     "error: {file}:1: not a JSON line"),
 ], ids=lambda value: value[1] if isinstance(value, list) else None)
 def test_usage_errors_are_one_line_with_status_2(argv, message, tmp_path, a_file):
   fill = {"tmp": tmp_path, "file": a_file}
