@@ -10,7 +10,7 @@ prediction scores as an empty answer (so a partial file cannot look better than 
 import collections
 import json
 import os
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from nupa_jax import metrics
 from nupa_jax import paths
@@ -24,8 +24,13 @@ class PredictionFileError(ValueError):
   """A malformed predictions file; the message names the file and line."""
 
 
-def read_predictions(path: str | os.PathLike) -> dict[str, str]:
-  """{id: prediction} from a JSONL file (a local path or a URL); blank lines are skipped."""
+def read_by_id(path: str | os.PathLike, check: Callable[[Any, str], dict],
+               error: type[ValueError] = PredictionFileError,
+               expected: str = '{"id": "...", "prediction": "..."}') -> dict[str, dict]:
+  """{line["id"]: check(line, where)} of a JSONL file (a local path or a URL), blank lines
+  skipped; `check` gets each parsed line and its `FILE:LINE`, returns it (or raises) and leaves
+  the `id` a string. A line that is not UTF-8 JSON (`expected` says what it should be) or a
+  second line of one id raises `error` naming the file and line."""
   out = {}
   with paths.path(path).open("rb") as f:
     for lineno, raw in enumerate(f, 1):
@@ -34,18 +39,27 @@ def read_predictions(path: str | os.PathLike) -> dict[str, str]:
         line = raw.decode("utf-8")
         row = json.loads(line) if line.strip() else None
       except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PredictionFileError(f"{where}: not a JSON line ({e}); expected "
-                                  '{"id": "...", "prediction": "..."}') from e
+        raise error(f"{where}: not a JSON line ({e}); expected {expected}") from e
       if row is None:
         continue
-      if not (isinstance(row, dict) and isinstance(row.get("id"), str)
-              and isinstance(row.get("prediction"), str)):
-        raise PredictionFileError(f"{where}: expected an object with string fields \"id\" and "
-                                  f"\"prediction\", got {line.strip()[:200]}")
+      row = check(row, where)
       if row["id"] in out:
-        raise PredictionFileError(f"{where}: second prediction for id {row['id']!r}")
-      out[row["id"]] = row["prediction"]
+        raise error(f"{where}: a second answer to {row['id']!r}")
+      out[row["id"]] = row
   return out
+
+
+def _prediction(row: Any, where: str) -> dict:
+  if not (isinstance(row, dict) and isinstance(row.get("id"), str)
+          and isinstance(row.get("prediction"), str)):
+    raise PredictionFileError(f"{where}: expected an object with string fields \"id\" and "
+                              f"\"prediction\", got {json.dumps(row)[:200]}")
+  return row
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, str]:
+  """{id: prediction} from a JSONL file (a local path or a URL); blank lines are skipped."""
+  return {key: row["prediction"] for key, row in read_by_id(path, _prediction).items()}
 
 
 def score_predictions(questions: Iterable[testset.Question],

@@ -256,13 +256,14 @@ class Evaluator:
           left = (now - start) / done * (len(self.batches) - done)
           report(f"evaluation: batch {done}/{len(self.batches)} ({batch.task}), "
                  f"{now - start:.0f} s, about {left:.0f} s left")
-      local = [(index, row, s["exact_match"], s["digit_match"], s["dlength"])
-               for index, future in enumerate(scored) for row, s, _ in future.result()]
-      if predictions is not None:
-        predictions.extend(prediction_record(self.batches[index].questions[row], text, s)
-                           for index, future in enumerate(scored)
-                           for row, s, text in sorted(future.result(), key=lambda r: r[0]))
-    return self._summarize(self._gather(local))
+      answered = [(index, row, s, text) for index, future in enumerate(scored)
+                  for row, s, text in sorted(future.result(), key=lambda r: r[0])]
+    if predictions is not None:
+      predictions.extend(prediction_record(self.batches[index].questions[row], text, s)
+                         for index, row, s, text in answered)
+    return self._summarize(self._gather(
+        [(index, row, s["exact_match"], s["digit_match"], s["dlength"])
+         for index, row, s, _ in answered]))
 
   def _gather(self, local: list[tuple]) -> np.ndarray:
     """Every process's score rows, on every process ([n, 5]: batch, row, EM, DM, dlength)."""

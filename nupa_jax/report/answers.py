@@ -24,7 +24,6 @@ import collections
 import csv
 import dataclasses
 import io
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from nupa_jax import cli
 from nupa_jax import numbers
 from nupa_jax import paths
 from nupa_jax import tasks as tasks_lib
+from nupa_jax.benchmark import scoring
 
 KINDS = ("right", "no_answer", "wrong_length", "wrong_digits")
 COLUMNS = ("label", "task", "digits", "questions", *KINDS, "fixed", "broken")
@@ -82,22 +82,8 @@ def kind(record: dict) -> str:
 
 
 def read(path: str | os.PathLike, label: str) -> Answers:
-  records = {}
-  try:
-    with paths.path(path).open() as f:
-      for number, line in enumerate(f, 1):
-        if not line.strip():
-          continue
-        where = f"{os.fspath(path)}:{number}"
-        try:
-          record = _checked(json.loads(line), where)
-        except json.JSONDecodeError as e:
-          raise AnswersError(f"{where}: not a JSON line ({e})") from e
-        if record["id"] in records:
-          raise AnswersError(f"{where}: a second answer to {record['id']!r}")
-        records[record["id"]] = record
-  except UnicodeDecodeError as e:
-    raise AnswersError(f"{os.fspath(path)}: not a text file ({e})") from e
+  records = scoring.read_by_id(path, _checked, AnswersError,
+                               "a line of `nupa_jax.evaluate --predictions`")
   if not records:
     raise AnswersError(f"{os.fspath(path)}: no answers")
   return Answers(os.fspath(path), label, records)
