@@ -1,6 +1,6 @@
 """`python -m nupa_jax.evaluate --workdir=DIR [--checkpoint best|latest|STEP] [--tasks a,b]
 [--per-length N] [--decoding run|greedy|sampled]
-[--positions run|consecutive|training|training_longest] [--out FILE] [--predictions]`
+[--positions RULE[,RULE...]] [--out FILE] [--predictions]`
 
 Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writes the results
 (the trainer's JSON layout) to `--out` or to
@@ -9,7 +9,8 @@ Evaluates a saved checkpoint of a training run on the frozen NUPA test set, writ
 an evaluation with other settings -- and prints the S/M/L/XL table. `--predictions` also writes
 every question's answer and scores, one JSON line each, to `NAME.predictions.jsonl` beside it
 (on several processes one file each, `NAME.predictions.process-K.jsonl`, every question in
-exactly one of them).
+exactly one of them). Several position rules (`run`, `consecutive`, `training`,
+`training_longest`) score the checkpoint each way, one file each, restoring it once.
 """
 import jax
 from absl import app
@@ -31,11 +32,13 @@ _PER_LENGTH = flags.DEFINE_integer("per-length", None,
 _DECODING = flags.DEFINE_enum("decoding", "run", ["run", "greedy", "sampled"],
                               "run: the run's config.eval.greedy; greedy; or sampled with the "
                               "config's temperature / top-p (the paper's 0.6 / 0.9)")
-_POSITIONS = flags.DEFINE_enum(
-    "positions", "run", ["run", *positions_lib.RULES],
-    "position ids of the evaluated tokens: run: the run's config.eval.positions; consecutive "
-    "(0, 1, 2, ..., the paper's); training: drawn as the run's PE draws them in training "
-    "(random_positions), to test whether a model fails only on consecutive ids; "
+_POSITION_CHOICES = ("run", *positions_lib.RULES)
+_POSITIONS = flags.DEFINE_list(
+    "positions", ["run"],
+    "position ids of the evaluated tokens, one rule or several comma-separated (each its own "
+    "results file, the checkpoint restored once): run: the run's config.eval.positions; "
+    "consecutive (0, 1, 2, ..., the paper's); training: drawn as the run's PE draws them in "
+    "training (random_positions), to test whether a model fails only on consecutive ids; "
     "training_longest: the same for the longest answer of each question's length, so that the "
     "ids do not give away the answer's length")
 _OUT = flags.DEFINE_string("out", None, "results file (default: under DIR/eval/evaluations/)")
@@ -54,17 +57,22 @@ def main(argv):
   distributed.initialize_from_flags()
   if _CHECKPOINT.value not in ("best", "latest") and not _CHECKPOINT.value.isdigit():
     cli.fail(f"--checkpoint={_CHECKPOINT.value!r}: expected best, latest or a step")
+  unknown = [rule for rule in _POSITIONS.value if rule not in _POSITION_CHOICES]
+  if unknown or not _POSITIONS.value:
+    cli.fail(f"--positions={','.join(_POSITIONS.value)}: expected one or more of "
+             f"{', '.join(_POSITION_CHOICES)}, comma-separated")
   greedy = None if _DECODING.value == "run" else _DECODING.value == "greedy"
   with cli.usage_errors(ValueError, *cli.PATH_ERRORS):
-    step, results, path = saved_run.evaluate_checkpoint(
-        _WORKDIR.value, _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy,
-        out=_OUT.value, positions=None if _POSITIONS.value == "run" else _POSITIONS.value,
+    evaluated = saved_run.evaluate_checkpoint_at(
+        _WORKDIR.value, [None if rule == "run" else rule for rule in _POSITIONS.value],
+        _CHECKPOINT.value, _TASKS.value, _PER_LENGTH.value, greedy=greedy, out=_OUT.value,
         predictions=_PREDICTIONS.value)
-  print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
-  if _PREDICTIONS.value:
-    answers = results_lib.predictions_path(path, jax.process_index(), jax.process_count())
-    print(f"answers: {answers}")
-  print(results_lib.format_table(results))
+  for step, results, path in evaluated:
+    print(f"checkpoint step {step} of {_WORKDIR.value} (written to {path}):")
+    if _PREDICTIONS.value:
+      answers = results_lib.predictions_path(path, jax.process_index(), jax.process_count())
+      print(f"answers: {answers}")
+    print(results_lib.format_table(results))
   distributed.shutdown()  # leave the other processes in order (no-op for one process)
 
 

@@ -3,10 +3,12 @@
 `load_run_config` reads the `config.json` the trainer saved, with the fields of older runs
 mapped to today's names (`settings.upgrade`), so a workdir of any age evaluates as it was run.
 `evaluate_checkpoint` rebuilds the run's encoder and model through its run mode
-(`runmode.resolve`; `plugins` registers every mode), restores a checkpoint and scores it.
+(`runmode.resolve`; `plugins` registers every mode), restores a checkpoint and scores it;
+`evaluate_checkpoint_at` scores one restored checkpoint at several position rules.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -22,6 +24,7 @@ from nupa_jax import settings
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
+from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.training import trainer
 
 
@@ -49,11 +52,31 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
   else all devices data-parallel (a checkpoint restores onto any mesh). `predictions` also
   writes every answer beside the results (`results.predictions_path`).
   """
+  (evaluated,) = evaluate_checkpoint_at(workdir, [positions], checkpoint, tasks, per_length,
+                                        greedy=greedy, out=out, predictions=predictions)
+  return evaluated
+
+
+def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str | None],
+                           checkpoint: str = "best", tasks: Sequence[str] | None = None,
+                           per_length: int | None = None, *, greedy: bool | None = None,
+                           out: str | os.PathLike | None = None,
+                           predictions: bool = False) -> list[tuple[int, dict, paths.Path]]:
+  """`evaluate_checkpoint` at each position rule of `positions` (None: the run's own), in
+  that order: the files separate calls would write, for one start-up and one restore.
+
+  Each rule's settings are checked before the checkpoint is restored. `out` names the file of
+  a single rule; a rule asked twice (None and the run's own rule are one) is refused, as both
+  would write one file.
+  """
+  if not positions:
+    raise ValueError("no position rules to evaluate at")
+  if out and len(positions) > 1:
+    raise ValueError(f"one results file (out={str(out)!r}) cannot hold {len(positions)} "
+                     "position rules: leave out unset to give each its own file")
   config = load_run_config(workdir)
   if greedy is not None:
     config.eval.greedy = greedy
-  if positions is not None:
-    config.eval.positions = positions
   try:
     mesh = sharding_lib.make_mesh(config.mesh.shape)
   except ValueError:
@@ -61,15 +84,41 @@ def evaluate_checkpoint(workdir: str | os.PathLike, checkpoint: str = "best",
   mode = runmode.resolve(config)
   encoder = mode.text.encoder(config)
   spec = mode.model.state_spec(config, encoder.vocab_size, mesh, seed=config.seed)
-  # The evaluator first: its settings' errors come before the checkpoint's restore.
-  evaluator = evaluator_lib.Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
-                                      per_length=per_length)
+  own = eval_settings.Eval.from_config(config).positions
+  rules = [rule or own for rule in positions]
+  repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
+  if repeated:
+    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice (the run's "
+                     f"own rule is {own!r})")
+  # The evaluators first: their settings' errors come before the checkpoint's restore.
+  evaluators = [evaluator_lib.Evaluator(_with_positions(config, rule), encoder, mesh,
+                                        spec.feature_names, tasks=tasks, per_length=per_length)
+                for rule in positions]
   ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
   ckpt.close()
+  return [_evaluate_and_write(evaluator, spec.graphdef, params, workdir, step, meta, checkpoint,
+                              tasks, out, predictions) for evaluator in evaluators]
+
+
+def _with_positions(config: ml_collections.ConfigDict,
+                    rule: str | None) -> ml_collections.ConfigDict:
+  """The run's config, its `eval.positions` set to `rule` (None: left as the run had it)."""
+  if rule is None:
+    return config
+  config = copy.deepcopy(config)
+  config.eval.positions = rule
+  return config
+
+
+def _evaluate_and_write(evaluator: evaluator_lib.Evaluator, graphdef, params,
+                        workdir: str | os.PathLike, step: int, meta: dict, checkpoint: str,
+                        tasks: Sequence[str] | None, out: str | os.PathLike | None,
+                        predictions: bool) -> tuple[int, dict, paths.Path]:
+  """Scores the restored `params` with `evaluator`; writes its results (and answers)."""
   answers = [] if predictions else None
-  results = evaluator.evaluate(spec.graphdef, params,
+  results = evaluator.evaluate(graphdef, params,
                                report=print if jax.process_index() == 0 else None,
                                predictions=answers)
   greedy, positions = evaluator.settings.greedy, evaluator.settings.positions

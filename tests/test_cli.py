@@ -46,6 +46,9 @@ def a_file(tmp_path_factory) -> pathlib.Path:
      "error: {file}/config.json not found: is {file} a training workdir?"),
     (["-m", "nupa_jax.evaluate", "--workdir={tmp}", "--checkpoint=last"],
      "error: --checkpoint='last': expected best, latest or a step"),
+    (["-m", "nupa_jax.evaluate", "--workdir={tmp}", "--positions=consecutive,random"],
+     "error: --positions=consecutive,random: expected one or more of run, consecutive, "
+     "training, training_longest, comma-separated"),
     (["-m", "nupa_jax.evaluate_llm", "--test={tmp}", "--model={tmp}", "--out={file}"],
      "error: --out {file} is a file; give a directory"),
     (["-m", "nupa_jax.evaluate_llm", "--test={tmp}", "--tasks=add_intt", "--export-prompts=p"],

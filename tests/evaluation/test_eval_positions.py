@@ -71,7 +71,7 @@ def test_the_setting_names_its_choices_and_the_file_name_keeps_them_apart():
 def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tmp_path):
   """A two-step run of the rev_vs_pad recipe with random position ids, trained in this process;
   its checkpoint re-evaluated at ids drawn as in training (for its own answer and for the
-  longest of its length) and at consecutive ids."""
+  longest of its length) and at consecutive ids, one call at a time and all in one call."""
   config = training_testing.override(
       paper.get_config("table=rev_vs_pad,pad=true,random_positions=1024,size=tiny"),
       {**training_testing.MICRO, "train.steps": 2, "train.warmup_steps": 1,
@@ -88,6 +88,27 @@ def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tm
   _, _, default = saved_run.evaluate_checkpoint(tmp_path, "latest")
   assert default.name == f"step_{step}_sampled_2q.json"
   assert json.loads(default.read_text())["_meta"]["positions"] == "consecutive"
+  # All three in one call, the checkpoint restored once: the same files, the same numbers.
+  separate = {p: json.loads(p.read_text()) for p in (path, longest, default)}
+  together = saved_run.evaluate_checkpoint_at(tmp_path, ["training", "training_longest", None],
+                                              "latest")
+  assert [written for _, _, written in together] == [path, longest, default]
+  assert {p: json.loads(p.read_text()) for p in (path, longest, default)} == separate
+  with pytest.raises(ValueError, match="position rule 'consecutive' asked twice \\(the run's "
+                     "own rule is 'consecutive'\\)"):
+    saved_run.evaluate_checkpoint_at(tmp_path, [None, "training", "consecutive"], "latest")
+  # The command does the same, a table and an answers file a rule.
+  result = training_testing.run("nupa_jax.evaluate", [
+      f"--workdir={tmp_path}", "--checkpoint=latest", "--positions=training,run",
+      "--predictions"])
+  for written in (path, default):
+    assert f"(written to {written}):" in result.stdout
+    assert f"answers: {written.with_suffix('.predictions.jsonl')}" in result.stdout
+    assert json.loads(written.read_text()) == separate[written]
+  assert result.stdout.count("S EM/DM/dlen") == 2
+  with pytest.raises(ValueError, match="cannot hold 2 position rules"):
+    saved_run.evaluate_checkpoint_at(tmp_path, ["training", None], "latest",
+                                     out=tmp_path / "both.json")
   config_file = tmp_path / "config.json"  # a run that padded its rows cannot be scored so
   saved = json.loads(config_file.read_text())
   saved["data"]["loss_on_padding"] = True
