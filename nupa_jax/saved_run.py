@@ -24,7 +24,6 @@ from nupa_jax import settings
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
-from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.training import trainer
 
 
@@ -67,13 +66,16 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
 
   Each rule's settings are checked before the checkpoint is restored. `out` names the file of
   a single rule; a rule asked twice (None and the run's own rule are one) is refused, as both
-  would write one file.
+  would write one file. Each rule's evaluator encodes the test set for itself: the ids differ
+  by rule, and the batches are small beside the model.
   """
+  if isinstance(positions, str):  # a bare rule would be read letter by letter
+    raise TypeError(f"positions={positions!r}: give a sequence of rules, e.g. [{positions!r}]")
   if not positions:
     raise ValueError("no position rules to evaluate at")
   if out and len(positions) > 1:
     raise ValueError(f"one results file (out={str(out)!r}) cannot hold {len(positions)} "
-                     "position rules: leave out unset to give each its own file")
+                     "position rules: leave `out` unset to give each its own file")
   config = load_run_config(workdir)
   if greedy is not None:
     config.eval.greedy = greedy
@@ -84,16 +86,15 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
   mode = runmode.resolve(config)
   encoder = mode.text.encoder(config)
   spec = mode.model.state_spec(config, encoder.vocab_size, mesh, seed=config.seed)
-  own = eval_settings.Eval.from_config(config).positions
-  rules = [rule or own for rule in positions]
-  repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
-  if repeated:
-    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice (the run's "
-                     f"own rule is {own!r})")
   # The evaluators first: their settings' errors come before the checkpoint's restore.
   evaluators = [evaluator_lib.Evaluator(_with_positions(config, rule), encoder, mesh,
                                         spec.feature_names, tasks=tasks, per_length=per_length)
                 for rule in positions]
+  rules = [evaluator.settings.positions for evaluator in evaluators]
+  repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
+  if repeated:
+    own = f" (the run's own rule is {rules[positions.index(None)]!r})" if None in positions else ""
+    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice{own}")
   ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)

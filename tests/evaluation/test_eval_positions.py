@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from configs import paper
+from nupa_jax import checkpoint as checkpoint_lib
 from nupa_jax import saved_run
 from nupa_jax.evaluation import positions as positions_lib
 from nupa_jax.evaluation import results as results_lib
@@ -68,7 +69,8 @@ def test_the_setting_names_its_choices_and_the_file_name_keeps_them_apart():
       "step_7_sampled_20q_training_longest-positions.json")
 
 
-def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tmp_path):
+def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tmp_path,
+                                                                              monkeypatch):
   """A two-step run of the rev_vs_pad recipe with random position ids, trained in this process;
   its checkpoint re-evaluated at ids drawn as in training (for its own answer and for the
   longest of its length) and at consecutive ids, one call at a time and all in one call."""
@@ -79,39 +81,68 @@ def test_a_saved_random_position_run_is_scored_each_way_in_files_of_their_own(tm
   trainer.train_and_evaluate(config, tmp_path)
   latest = json.loads((tmp_path / "eval" / "latest.json").read_text())
   assert latest["_meta"]["positions"] == "consecutive"
-  step, _, path = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")
+  step, training, path = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")
   assert path.name == f"step_{step}_sampled_2q_training-positions.json"
   assert json.loads(path.read_text())["_meta"]["positions"] == "training"
-  _, _, longest = saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training_longest")
+  _, training_longest, longest = saved_run.evaluate_checkpoint(tmp_path, "latest",
+                                                               positions="training_longest")
   assert longest.name == f"step_{step}_sampled_2q_training_longest-positions.json"
   assert json.loads(longest.read_text())["_meta"]["positions"] == "training_longest"
-  _, _, default = saved_run.evaluate_checkpoint(tmp_path, "latest")
+  _, consecutive, default = saved_run.evaluate_checkpoint(tmp_path, "latest")
   assert default.name == f"step_{step}_sampled_2q.json"
   assert json.loads(default.read_text())["_meta"]["positions"] == "consecutive"
+
   # All three in one call, the checkpoint restored once: the same files, the same numbers.
-  separate = {p: json.loads(p.read_text()) for p in (path, longest, default)}
-  together = saved_run.evaluate_checkpoint_at(tmp_path, ["training", "training_longest", None],
-                                              "latest")
-  assert [written for _, _, written in together] == [path, longest, default]
-  assert {p: json.loads(p.read_text()) for p in (path, longest, default)} == separate
+  files = (path, longest, default)
+  separate = {file: json.loads(file.read_text()) for file in files}
+  restored = []
+  restore = checkpoint_lib.Checkpointer.restore_params
+  def counted_restore(self, at_step, *args, **kwargs):
+    restored.append(at_step)
+    return restore(self, at_step, *args, **kwargs)
+  monkeypatch.setattr(checkpoint_lib.Checkpointer, "restore_params", counted_restore)
+  for file in files:  # each call below must write its files itself
+    file.unlink()
+  together = saved_run.evaluate_checkpoint_at(
+      tmp_path, ["training", "training_longest", None], "latest", predictions=True)
+  assert restored == [step]
+  assert [(s, json.dumps(r, sort_keys=True), w) for s, r, w in together] == [
+      (step, json.dumps(r, sort_keys=True), w) for r, w in
+      ((training, path), (training_longest, longest), (consecutive, default))]
+  assert {file: json.loads(file.read_text()) for file in files} == separate
+  for file in files:
+    file.unlink()
+    file.with_suffix(".predictions.jsonl").unlink()  # FileNotFoundError: not written
   with pytest.raises(ValueError, match="position rule 'consecutive' asked twice \\(the run's "
                      "own rule is 'consecutive'\\)"):
     saved_run.evaluate_checkpoint_at(tmp_path, [None, "training", "consecutive"], "latest")
+  with pytest.raises(ValueError, match="cannot hold 2 position rules"):
+    saved_run.evaluate_checkpoint_at(tmp_path, ["training", None], "latest",
+                                     out=tmp_path / "both.json")
+  with pytest.raises(TypeError, match="give a sequence of rules, e.g. \\['training'\\]"):
+    saved_run.evaluate_checkpoint_at(tmp_path, "training", "latest")
+  assert restored == [step] and not any(file.exists() for file in files)
+
   # The command does the same, a table and an answers file a rule.
   result = training_testing.run("nupa_jax.evaluate", [
       f"--workdir={tmp_path}", "--checkpoint=latest", "--positions=training,run",
       "--predictions"])
   for written in (path, default):
     assert f"(written to {written}):" in result.stdout
-    assert f"answers: {written.with_suffix('.predictions.jsonl')}" in result.stdout
+    answers = written.with_suffix(".predictions.jsonl")
+    assert f"answers: {answers}" in result.stdout
+    assert len(answers.read_text().splitlines()) == 2  # two questions at 3 digits
     assert json.loads(written.read_text()) == separate[written]
-  assert result.stdout.count("S EM/DM/dlen") == 2
-  with pytest.raises(ValueError, match="cannot hold 2 position rules"):
-    saved_run.evaluate_checkpoint_at(tmp_path, ["training", None], "latest",
-                                     out=tmp_path / "both.json")
+  assert result.stdout.count("S EM/DM/dlen") == 2 and not longest.exists()
+
   config_file = tmp_path / "config.json"  # a run that padded its rows cannot be scored so
   saved = json.loads(config_file.read_text())
   saved["data"]["loss_on_padding"] = True
   config_file.write_text(json.dumps(saved))
   with pytest.raises(ValueError, match="padded its rows to their longest sample"):
     saved_run.evaluate_checkpoint(tmp_path, "latest", positions="training")
+  # Refused before anything is restored or scored, when it is the second rule asked too.
+  default.unlink()
+  with pytest.raises(ValueError, match="padded its rows to their longest sample"):
+    saved_run.evaluate_checkpoint_at(tmp_path, [None, "training"], "latest")
+  assert restored == [step] and not default.exists()
