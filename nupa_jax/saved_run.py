@@ -8,7 +8,6 @@ mapped to today's names (`settings.upgrade`), so a workdir of any age evaluates 
 """
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from nupa_jax import settings
 from nupa_jax import sharding as sharding_lib
 from nupa_jax.evaluation import evaluator as evaluator_lib
 from nupa_jax.evaluation import results as results_lib
+from nupa_jax.evaluation import settings as eval_settings
 from nupa_jax.training import trainer
 
 
@@ -66,8 +66,7 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
 
   Each rule's settings are checked before the checkpoint is restored. `out` names the file of
   a single rule; a rule asked twice (None and the run's own rule are one) is refused, as both
-  would write one file. Each rule's evaluator encodes the test set for itself: the ids differ
-  by rule, and the batches are small beside the model.
+  would write one file. The rules share one encoding of the test set (`Evaluator.at_positions`).
   """
   if isinstance(positions, str):  # a bare rule would be read letter by letter
     raise TypeError(f"positions={positions!r}: give a sequence of rules, e.g. [{positions!r}]")
@@ -79,6 +78,12 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
   config = load_run_config(workdir)
   if greedy is not None:
     config.eval.greedy = greedy
+  rules = [rule or eval_settings.Eval.from_config(config).positions for rule in positions]
+  repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
+  if repeated:
+    own = f" (the run's own rule is {rules[positions.index(None)]!r})" if None in positions else ""
+    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice{own}")
+  config.eval.positions = rules[0]
   try:
     mesh = sharding_lib.make_mesh(config.mesh.shape)
   except ValueError:
@@ -87,30 +92,15 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
   encoder = mode.text.encoder(config)
   spec = mode.model.state_spec(config, encoder.vocab_size, mesh, seed=config.seed)
   # The evaluators first: their settings' errors come before the checkpoint's restore.
-  evaluators = [evaluator_lib.Evaluator(_with_positions(config, rule), encoder, mesh,
-                                        spec.feature_names, tasks=tasks, per_length=per_length)
-                for rule in positions]
-  rules = [evaluator.settings.positions for evaluator in evaluators]
-  repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
-  if repeated:
-    own = f" (the run's own rule is {rules[positions.index(None)]!r})" if None in positions else ""
-    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice{own}")
+  first = evaluator_lib.Evaluator(config, encoder, mesh, spec.feature_names, tasks=tasks,
+                                  per_length=per_length)
+  evaluators = [first, *(first.at_positions(rule) for rule in rules[1:])]
   ckpt = checkpoint_lib.Checkpointer(workdir, read_only=True)
   step = ckpt.resolve(checkpoint)
   params, meta = ckpt.restore_params(step, spec.abstract, spec.shardings)
   ckpt.close()
   return [_evaluate_and_write(evaluator, spec.graphdef, params, workdir, step, meta, checkpoint,
                               tasks, out, predictions) for evaluator in evaluators]
-
-
-def _with_positions(config: ml_collections.ConfigDict,
-                    rule: str | None) -> ml_collections.ConfigDict:
-  """The run's config, its `eval.positions` set to `rule` (None: left as the run had it)."""
-  if rule is None:
-    return config
-  config = copy.deepcopy(config)
-  config.eval.positions = rule
-  return config
 
 
 def _evaluate_and_write(evaluator: evaluator_lib.Evaluator, graphdef, params,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import copy
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -163,6 +164,17 @@ class Evaluator:
     self._sharding = sharding_lib.batch_sharding(mesh)
     self._compiled = set()  # `Batch.program`s compiled already
     self.position_ids = self._position_ids(encoder.vocab_size)  # per batch; None: 0, 1, 2, ...
+
+  def at_positions(self, rule: str) -> Evaluator:
+    """This evaluator with its position ids drawn by `rule` (`positions.RULES`): one model
+    scored several ways shares the encoded questions, whose ids alone differ by rule."""
+    other = copy.copy(self)
+    other.config = copy.deepcopy(self.config)
+    other.config.eval.positions = rule
+    other.settings = settings_lib.Eval.from_config(other.config)
+    other._compiled = set()  # a rule with ids compiles other programs than one without
+    other.position_ids = other._position_ids(self.encoder.vocab_size)
+    return other
 
   def _position_ids(self, vocab_size: int) -> list[np.ndarray | None]:
     """Each batch's position ids by `config.eval.positions`, int32[rows, width + buffer]

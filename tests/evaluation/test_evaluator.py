@@ -340,6 +340,22 @@ def test_training_longest_draws_for_the_longest_answer_of_a_length(encoder):
       np.testing.assert_array_equal(ids[:size], as_in_training[question.id])
 
 
+def test_an_evaluator_at_another_rule_shares_its_questions_and_draws_that_rules_ids():
+  consecutive = _evaluator(64, positions="consecutive")
+  for rule in ("training", "training_longest"):
+    other = consecutive.at_positions(rule)
+    assert other.settings.positions == rule and other.batches is consecutive.batches
+    fresh = _evaluator(64, positions=rule)
+    for ids, expected in zip(other.position_ids, fresh.position_ids, strict=True):
+      np.testing.assert_array_equal(ids, expected)
+    assert other.at_positions("consecutive").position_ids == [None] * len(other.batches)
+  assert consecutive.settings.positions == "consecutive"  # the original is left as it was
+  assert consecutive.position_ids == [None] * len(consecutive.batches)
+  assert consecutive.config.eval.positions == "consecutive"
+  with pytest.raises(ValueError, match="trains on consecutive ids"):
+    _evaluator(0, positions="consecutive").at_positions("training")
+
+
 def test_training_longest_ids_do_not_depend_on_the_batch(encoder):
   """multiply_hard_float answers of one length differ in length by more than a batch's generation
   margin, so a narrow batch's rows are narrower than their draws: each question keeps its ids."""
