@@ -19,7 +19,8 @@ def test_the_sampler_finds_the_training_loop(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert out.exists(), result.stderr[-3000:]  # written when the window or the command ends
   counts = json.loads(out.read_text())
-  assert counts["rounds"] > 0
+  assert counts["rounds"] > 0, result.stderr[-3000:]
   main = [(where, n) for thread, where, n in counts["own"] if thread == "MainThread"]
-  assert main and sum(n for _, n in main) == counts["rounds"]
-  assert any("nupa_jax/training/trainer.py" in where for where, _ in main)
+  # The counts in the message: a failure says where the main thread was instead.
+  assert main and sum(n for _, n in main) == counts["rounds"], (counts["rounds"], main[:20])
+  assert any("nupa_jax/training/trainer.py" in where for where, _ in main), main[:20]
