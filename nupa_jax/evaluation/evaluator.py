@@ -253,8 +253,10 @@ class Evaluator:
     model = nnx.split(model)
     rng = jax.random.key(self.settings.sample_seed)
     report = report if report is not None and len(self.batches) > 1 else (lambda line: None)
+    drawn = positions_lib.RULES[self.settings.positions].draw is not None
     report(f"evaluating {sum(len(b.questions) for b in self.batches):,} questions of "
-           f"{len(self.questions)} tasks in {len(self.batches)} batches of {self.rows} prompts")
+           f"{len(self.questions)} tasks in {len(self.batches)} batches of {self.rows} prompts"
+           + (f", position ids drawn by the rule {self.settings.positions!r}" if drawn else ""))
     start = last = time.perf_counter()
     scored = []  # futures of [(row, scores, predicted answer)], one per batch
     with concurrent.futures.ThreadPoolExecutor(1) as scorer:

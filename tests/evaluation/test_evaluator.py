@@ -356,6 +356,24 @@ def test_an_evaluator_at_another_rule_shares_its_questions_and_draws_that_rules_
     _evaluator(0, positions="consecutive").at_positions("training")
 
 
+def test_the_progress_line_names_a_rule_that_draws_ids(monkeypatch):
+  """One model scored several ways prints one such line a rule: each says which it is."""
+  consecutive = _evaluator(64, positions="consecutive")
+  monkeypatch.setattr(evaluator_lib, "PROGRESS_EVERY_S", 3600.0)
+  graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+  questions = sum(len(b.questions) for b in consecutive.batches)
+  assert len(consecutive.batches) > 1  # the line is printed for several batches
+  for rule, named in (("consecutive", ""),
+                      ("training", ", position ids drawn by the rule 'training'"),
+                      ("training_longest", ", position ids drawn by the rule 'training_longest'")):
+    evaluator = consecutive.at_positions(rule)
+    use_oracle(monkeypatch, evaluator.encoder, evaluator.questions, lambda answer: answer)
+    lines = []
+    evaluator.evaluate(graphdef, state, report=lines.append)
+    assert lines[0] == (f"evaluating {questions:,} questions of 2 tasks in "
+                        f"{len(consecutive.batches)} batches of 8 prompts{named}")
+
+
 def test_training_longest_ids_do_not_depend_on_the_batch(encoder):
   """multiply_hard_float answers of one length differ in length by more than a batch's generation
   margin, so a narrow batch's rows are narrower than their draws: each question keeps its ids."""
