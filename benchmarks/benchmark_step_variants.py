@@ -66,6 +66,22 @@ VARIANTS = {
     # GEMMs through cuBLASLt, whose epilogues can take a following elementwise op.
     "fast_cublaslt": Variant((_FUSED, _SPLIT),
                              _NO_TRITON_GEMM + (("xla_gpu_enable_cublaslt", True),)),
+    # XLA putting more of the elementwise and reduction work inside fewer or larger kernels:
+    # the autotuner also timing cuDNN plans (Hopper and later) for each GEMM together with the
+    # elementwise producers and consumers that XLA's GEMM fusion pass gathers around it (the
+    # pass runs with Triton's GEMMs on); that pass's second version, which gathers more; the
+    # fusion autotuner choosing between XLA's emitters and Triton for each fusion; and priority
+    # fusion allowed to build Triton fusions without a reduction at their heart.
+    "fast_cudnn_gemm_fusions": Variant((_FUSED, _SPLIT),
+                                       (("xla_gpu_cudnn_gemm_fusion_level", 2),)),
+    "fast_gemm_fusion_v2": Variant((_FUSED, _SPLIT),
+                                   (("xla_gpu_experimental_gemm_fusion_v2", True),)),
+    "fast_fusion_autotuner": Variant(
+        (_FUSED, _SPLIT),
+        _NO_TRITON_GEMM + (("xla_gpu_experimental_enable_fusion_autotuner", True),)),
+    "fast_triton_heroless": Variant(
+        (_FUSED, _SPLIT),
+        _NO_TRITON_GEMM + (("xla_gpu_experimental_enable_triton_heroless_priority_fusion", True),)),
     # Over several GPUs: XLA's latency-hiding scheduler, which overlaps collectives with
     # compute, alone and with all-reduces combined only up to 8 MiB (the smaller all-reduces of
     # the last layers' gradients can then start while earlier layers' backward runs).
