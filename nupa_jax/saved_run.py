@@ -78,11 +78,12 @@ def evaluate_checkpoint_at(workdir: str | os.PathLike, positions: Sequence[str |
   config = load_run_config(workdir)
   if greedy is not None:
     config.eval.greedy = greedy
-  rules = [rule or eval_settings.Eval.from_config(config).positions for rule in positions]
+  own = eval_settings.Eval.from_config(config).positions if None in positions else None
+  rules = [rule or own for rule in positions]
   repeated = sorted({rule for rule in rules if rules.count(rule) > 1})
   if repeated:
-    own = f" (the run's own rule is {rules[positions.index(None)]!r})" if None in positions else ""
-    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice{own}")
+    note = f" (the run's own rule is {own!r})" if own else ""
+    raise ValueError(f"position rule {', '.join(map(repr, repeated))} asked twice{note}")
   config.eval.positions = rules[0]
   try:
     mesh = sharding_lib.make_mesh(config.mesh.shape)
